@@ -1,0 +1,80 @@
+/*
+ * What the benchmarks share: option parsing and the closing key=value line.
+ */
+#ifndef CONVOY_BENCH_COMMON_H
+#define CONVOY_BENCH_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "convoy.h"
+
+static inline double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "--name=value" or "--name value": the value, advancing *i; NULL if argv[*i] is not it. */
+static inline const char *bench_opt(int argc, char **argv, int *i, const char *name)
+{
+    size_t l = strlen(name);
+    if (strncmp(argv[*i], name, l) != 0)
+        return NULL;
+    if (argv[*i][l] == '=')
+        return argv[*i] + l + 1;
+    if (argv[*i][l] == '\0' && *i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+/* A positive integer option value, or exit 2 naming the option and the value. */
+static inline long bench_long(const char *prog, const char *name, const char *v, long min, long max)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || x < min || x > max) {
+        fprintf(stderr, "%s: %s: '%s' is not an integer in [%ld, %ld]\n", prog, name, v, min, max);
+        exit(2);
+    }
+    return x;
+}
+
+/* Start convoy or exit 1 with its message (an unknown scheduler lists the known ones). */
+static inline convoy_context_t *bench_init(const char *prog, int *argc, char ***argv)
+{
+    convoy_context_t *ctx;
+    if (convoy_init(argc, argv, &ctx) != CONVOY_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", prog, convoy_last_error(NULL));
+        exit(1);
+    }
+    return ctx;
+}
+
+/* The device the accelerator tasks ran on: "sim0", "cuda0" or "host". */
+static inline const char *bench_device(const convoy_context_t *ctx)
+{
+    return convoy_accel_count(ctx) > 0 ? convoy_accel_name(ctx, 0) : "host";
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile (0..1) of n values, sorting them in place. */
+static inline double bench_quantile(double *v, int n, double q)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
+    int k = (int)(q * (n - 1) + 0.5);
+    return v[k];
+}
+
+#endif /* CONVOY_BENCH_COMMON_H */

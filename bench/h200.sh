@@ -1,0 +1,70 @@
+#!/bin/bash
+# Build convoy from its release tarball on a GPU machine, run the GPU tests and the
+# benchmarks, and leave logs in $OUT (default ./h200-out). Prints a short table last.
+#   bench/h200.sh convoy-0.1.0.tar.gz [quick|full]
+# The machine needs gcc, make and CUDA; not libtool or Check (the tarball carries what
+# the build needs; the Check suites are skipped).
+set -uo pipefail
+tarball=${1:?usage: bench/h200.sh TARBALL [quick|full]}
+mode=${2:-quick}
+out=${OUT:-$PWD/h200-out}
+mkdir -p "$out"
+work=$(mktemp -d)
+tar -C "$work" -xzf "$tarball"
+cd "$work"/convoy-*/ || exit 1
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    nvcc --version | tail -n 2
+} >"$out/machine.txt" 2>&1
+./configure --with-cuda-arch=90 >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+make -j"$(nproc)" >"$out/make.log" 2>&1 || { grep -E "error" "$out/make.log" | head -30; exit 1; }
+make -j4 check >"$out/check.log" 2>&1
+check_rc=$?
+cat tests/*.log test-suite.log >"$out/tests.log" 2>/dev/null
+
+run() { # name, command...: log to $out/bench.log, keep the last line
+    local name=$1
+    shift
+    echo "### $name: $*" >>"$out/bench.log"
+    "$@" >>"$out/bench.log" 2>&1
+    echo "rc=$?" >>"$out/bench.log"
+}
+
+sanitize=0
+if command -v compute-sanitizer >/dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 9 tests/gpu_tasks >"$out/memcheck_tasks.log" 2>&1
+    sanitize=$?
+    compute-sanitizer --tool memcheck --error-exitcode 9 tests/gpu_copy --quick >"$out/memcheck_copy.log" 2>&1
+    sanitize=$((sanitize + $?))
+fi
+
+export CONVOY_DEVICES=cuda
+if [ "$mode" = full ]; then
+    run copy_paths bench/copy_paths
+else
+    run copy_paths bench/copy_paths --quick
+fi
+for s in fifo batch; do
+    run tiny bench/tiny_tasks --convoy-sched=$s --batch-chore=off
+done
+run tiny bench/tiny_tasks --convoy-sched=batch --batch-chore=on --baselines
+for m in engine sm loop; do
+    run tiny bench/tiny_tasks --convoy-sched=batch --convoy-copy-method=$m
+done
+run tiny bench/tiny_tasks --convoy-sched=batch --flow-bytes=1024
+run tiny bench/tiny_tasks --convoy-sched=batch --flow-bytes=65536
+run tiny bench/tiny_tasks --convoy-sched=fifo --flow-bytes=65536
+run mixed bench/mixed_latency --convoy-sched=fifo
+run mixed bench/mixed_latency --convoy-sched=batch
+run mixed bench/mixed_latency --convoy-sched=batch --convoy-batch-split-bytes=0
+run overhead bench/overhead
+CONVOY_TRACE="$out/tiny_batch.json" bench/tiny_tasks --convoy-sched=batch --tasks=4096 >>"$out/bench.log" 2>&1
+CONVOY_TRACE="$out/tiny_fifo.json" bench/tiny_tasks --convoy-sched=fifo --tasks=4096 >>"$out/bench.log" 2>&1
+gzip -f "$out"/*.json 2>/dev/null
+
+echo "== make check: rc=$check_rc; compute-sanitizer: rc=$sanitize"
+grep -E "^(# (PASS|FAIL|SKIP|ERROR)|[0-9]+ passed)" "$out/check.log" "$out/tests.log" | sort | uniq | head -20
+grep -E "verified=no|rc=[1-9]" "$out/bench.log" | head
+grep -E "^(tiny_tasks|mixed_latency|overhead|raw_cuda|copy_paths configs)" "$out/bench.log" |
+    sed -E 's/ (flow_bytes|inputs|outputs|h2d_copies|d2h_copies|small|rounds)=[^ ]*//g'

@@ -1,0 +1,22 @@
+# bench/: benchmarks; built by `make`, not installed.
+
+noinst_HEADERS += bench/bench_common.h bench/tiny_tasks.h
+
+noinst_PROGRAMS += bench/overhead bench/tiny_tasks bench/mixed_latency
+
+bench_overhead_SOURCES = bench/overhead.c
+bench_tiny_tasks_SOURCES = bench/tiny_tasks.c
+bench_mixed_latency_SOURCES = bench/mixed_latency.c
+
+if HAVE_CUDA
+bench_tiny_tasks_SOURCES += bench/tiny_tasks_cuda.cu
+bench_mixed_latency_SOURCES += bench/mixed_latency_cuda.cu
+
+noinst_PROGRAMS += bench/copy_paths
+bench_copy_paths_SOURCES = bench/copy_paths.cu
+# Never built: it only makes automake link a program without C sources with the C linker.
+nodist_EXTRA_bench_copy_paths_SOURCES = bench/copy_paths_linker.c
+endif
+# Shipped by `make dist` whether or not this build has CUDA.
+EXTRA_DIST += bench/tiny_tasks_cuda.cu bench/mixed_latency_cuda.cu bench/copy_paths.cu
+EXTRA_DIST += bench/h200.sh

@@ -1,0 +1,164 @@
+/*
+ * The CUDA device component's internal header: the device struct shared by its files,
+ * the macro that wraps every CUDA runtime call, and the entry points each file offers
+ * the others. Internal to device/cuda/.
+ *
+ *   device_cuda.c       the component: parameters, query, open/close, streams, events,
+ *                       launches
+ *   cuda_mem.c          device memory: a pool of large cudaMalloc chunks
+ *   cuda_copy.c         memcpy and memcpy_multi (loop, engine, sm, auto)
+ *   cuda_copy_kernel.cu the SM copy kernel (cuda_kernel.h)
+ *   cuda_hostmem.c      pinned, mapped host slabs (convoy_host_alloc)
+ *   cuda_arena.c        the range allocator under the pool and the slabs
+ */
+#ifndef CONVOY_CUDA_DEV_H
+#define CONVOY_CUDA_DEV_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "device/cuda/cuda_arena.h"
+#include "device/cuda/cuda_kernel.h"
+#include "device/device.h"
+#include "src/util.h"
+
+extern const convoy__device_component_t convoy__device_cuda;
+extern const convoy__param_def_t convoy__cuda_params[];
+
+/* ---- errors ----------------------------------------------------------------------- */
+
+/* Non-zero for the errors after which the CUDA context is unusable (faults on the
+ * device: the process must end to use the GPU again); those cannot be cleared. */
+int convoy__cuda_is_sticky(cudaError_t rc);
+
+/* The slow path of CONVOY_CUDA_CALL: record CONVOY_ERR_DEVICE with "WHERE: CALL failed:
+ * cudaErrorName (code: text)", clear the thread's last error unless rc is sticky, and
+ * return CONVOY_ERR_DEVICE. */
+convoy_status_t convoy__cuda_fail(cudaError_t rc, const char *call, convoy_context_t *ctx,
+                                  const char *where);
+
+static inline convoy_status_t convoy__cuda_check(cudaError_t rc, const char *call,
+                                                 convoy_context_t *ctx, const char *where)
+{
+    if (CONVOY__LIKELY(rc == cudaSuccess))
+        return CONVOY_SUCCESS;
+    return convoy__cuda_fail(rc, call, ctx, where);
+}
+
+/*
+ * Wrap every CUDA runtime call: CONVOY_SUCCESS, or CONVOY_ERR_DEVICE recorded with the
+ * call's text, the error's name and WHERE (the device name, "cuda0", or "cuda" for
+ * component-wide calls), the last error cleared when the error is not sticky.
+ *   st = CONVOY_CUDA_CALL(ctx, dev->base.name, cudaStreamCreateWithFlags(&s, flags));
+ */
+#define CONVOY_CUDA_CALL(ctx, where, call) convoy__cuda_check((call), #call, (ctx), (where))
+
+/* ---- pinned host memory (cuda_hostmem.c) -------------------------------------------- */
+
+typedef struct convoy__cuda_hostmem convoy__cuda_hostmem_t;
+
+/* The pinned-slab state of ctx, created by its first CUDA device and shared by all of
+ * them (reference counted); slab_bytes is the slab size for a new state. NULL on error
+ * (recorded). */
+convoy__cuda_hostmem_t *convoy__cuda_hostmem_attach(convoy_context_t *ctx, size_t slab_bytes);
+/* Drop a device's reference; the last one frees every slab, reporting blocks still
+ * allocated at level info. Accepts NULL. */
+void convoy__cuda_hostmem_detach(convoy__cuda_hostmem_t *hm);
+
+/* For one submission: take the slab lock once, then map host ranges to the device
+ * pointers that kernels use. map_locked returns 1 and sets *dev_p when [p, p + bytes)
+ * lies in one slab, else 0. */
+void convoy__cuda_hostmem_lock(convoy__cuda_hostmem_t *hm);
+void convoy__cuda_hostmem_unlock(convoy__cuda_hostmem_t *hm);
+int convoy__cuda_hostmem_map_locked(convoy__cuda_hostmem_t *hm, const void *p, size_t bytes,
+                                    void **dev_p);
+
+extern const convoy__host_mem_ops_t convoy__cuda_host_mem_ops;
+
+/* ---- the device ------------------------------------------------------------------- */
+
+/* A submission of the SM method still being read by its kernel: its descriptor slots
+ * are reused once ev has completed. */
+typedef struct convoy__cuda_sm_sub {
+    cudaEvent_t ev;
+    int span; /* slots it holds, counting the ring's tail it skipped to stay contiguous */
+} convoy__cuda_sm_sub_t;
+
+typedef struct convoy__cuda_dev {
+    convoy__device_t base; /* first: what the pipeline sees */
+    int ordinal;           /* the CUDA device number (cudaSetDevice) */
+    int sm_count;
+    int can_map_host; /* kernels may read mapped pinned host memory (UVA, MapHost) */
+
+    /* Device memory (cuda_mem.c), under pool_lock: any thread may free. */
+    pthread_mutex_t pool_lock;
+    convoy__arena_t *pool; /* regions: cudaMalloc chunks */
+    size_t pool_chunk;     /* bytes per chunk (cuda_pool_chunk) */
+    size_t pool_peak;      /* most bytes in use at once, for the close report */
+
+    convoy__cuda_hostmem_t *hostmem; /* the context's pinned slabs */
+
+    /* Copies (cuda_copy.c), under copy_lock (the progress thread is the only caller in
+     * the pipeline; tests and benchmarks call from their own threads). */
+    pthread_mutex_t copy_lock;
+    void **eng_dsts; /* engine scratch: the arrays of one cudaMemcpyBatchAsync */
+    const void **eng_srcs;
+    size_t *eng_sizes;
+    int eng_cap;
+    convoy__cuda_desc_t *ring;   /* SM descriptors: mapped pinned host memory */
+    void *ring_dev;              /* its device pointer */
+    int ring_slots;              /* capacity (cuda_desc_slots) */
+    int ring_head;               /* the next slot to write */
+    int ring_used;               /* slots held by submissions in flight */
+    convoy__cuda_sm_sub_t *subs; /* in-flight SM submissions, a FIFO */
+    int subs_cap, subs_first, subs_count;
+    size_t sm_max_bytes;   /* auto: SM when the mean copy is at most this */
+    int sm_min_copies;     /* auto: ... and there are at least this many copies */
+    int sm_threads;        /* threads per block */
+    size_t sm_block_bytes; /* a copy gets one more block per this many bytes */
+} convoy__cuda_dev_t;
+
+static inline convoy__cuda_dev_t *convoy__cuda_dev(convoy__device_t *d)
+{
+    return (convoy__cuda_dev_t *)d;
+}
+
+/* Make the device current on the calling thread (every op starts with it: the progress
+ * thread, the init thread and the program's threads all call ops). */
+static inline convoy_status_t convoy__cuda_enter(convoy__cuda_dev_t *dev)
+{
+    return CONVOY_CUDA_CALL(dev->base.ctx, dev->base.name, cudaSetDevice(dev->ordinal));
+}
+
+/* cuda_mem.c */
+convoy_status_t convoy__cuda_pool_init(convoy__cuda_dev_t *dev);
+void convoy__cuda_pool_fini(convoy__cuda_dev_t *dev);
+convoy_status_t convoy__cuda_mem_alloc(convoy__device_t *d, size_t bytes, void **ptr_p);
+void convoy__cuda_mem_free(convoy__device_t *d, void *ptr);
+/* 1 when [p, p + bytes) lies in one chunk of the pool (so a kernel may touch it); the
+ * caller holds dev->pool_lock (once for a whole submission). */
+int convoy__cuda_pool_contains_locked(convoy__cuda_dev_t *dev, const void *p, size_t bytes);
+
+/* cuda_copy.c */
+convoy_status_t convoy__cuda_copy_init(convoy__cuda_dev_t *dev);
+void convoy__cuda_copy_fini(convoy__cuda_dev_t *dev);
+convoy_status_t convoy__cuda_memcpy(convoy__device_t *d, convoy__stream_t *stream,
+                                    const convoy__copy_t *copy);
+convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t *stream,
+                                          const convoy__copy_t *copies, int n, int method,
+                                          int *submitted_p, int *method_p);
+
+static inline cudaStream_t convoy__cuda_stream(convoy__stream_t *s)
+{
+    return (cudaStream_t)(void *)s;
+}
+
+static inline cudaEvent_t convoy__cuda_event(convoy__event_t *e)
+{
+    return (cudaEvent_t)(void *)e;
+}
+
+#endif /* CONVOY_CUDA_DEV_H */

@@ -1,0 +1,283 @@
+/*
+ * The accelerator pipeline's progress thread, its streams and its events. What happens
+ * to one ring is in pipeline_ring.c.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/pipeline_impl.h"
+
+static convoy__pipe_t *pipe_of(const convoy__device_t *dev)
+{
+    return dev->pipeline;
+}
+
+convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream)
+{
+    convoy__device_t *dev = p->dev;
+    convoy__pev_t *e = p->free_pevs;
+    if (e != NULL) {
+        p->free_pevs = e->next;
+    } else {
+        e = calloc(1, sizeof(*e));
+        if (e == NULL)
+            return NULL;
+        if (dev->ops->event_create(dev, &e->ev) != CONVOY_SUCCESS) {
+            free(e);
+            return NULL;
+        }
+    }
+    if (dev->ops->event_record(dev, e->ev, stream) != CONVOY_SUCCESS) {
+        e->next = p->free_pevs;
+        p->free_pevs = e;
+        return NULL;
+    }
+    e->refs = 1;
+    e->done = 0;
+    e->traced = 0;
+    e->enqueue_ns = convoy__now_ns();
+    e->next = NULL;
+    return e;
+}
+
+int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
+{
+    if (e == NULL || e->done)
+        return 1;
+    int rc = p->dev->ops->event_query(p->dev, e->ev);
+    if (rc == 0)
+        return 0;
+    /* A failed event still means the work before it is over; the failure itself was
+     * reported by the call that enqueued it. */
+    e->done = 1;
+    if (e->traced && p->ctx->trace != NULL) {
+        e->tr.dur_ns = convoy__now_ns() - e->tr.ts_ns;
+        convoy__trace_emit(p->ctx->trace, &e->tr);
+    }
+    return 1;
+}
+
+void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e)
+{
+    if (e == NULL || --e->refs > 0)
+        return;
+    e->next = p->free_pevs;
+    p->free_pevs = e;
+}
+
+int64_t convoy__pipeline_load(const convoy__device_t *dev)
+{
+    const convoy__pipe_t *p = pipe_of(dev);
+    return p != NULL ? atomic_load_explicit(&p->load, memory_order_relaxed) : 0;
+}
+
+/* Take tasks for a new ring: deferred ones (waiting for memory) first. */
+static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
+{
+    int n = 0;
+    while (p->deferred != NULL && n < CONVOY__RING_CAP) {
+        /* Deferred tasks were counted in load when first popped. */
+        convoy__task_t *t = p->deferred;
+        if (n > 0 && t->cls != p->popped[0]->cls)
+            break;
+        p->deferred = t->next;
+        p->popped[n++] = t;
+    }
+    if (n > 0)
+        return n;
+    int room =
+        (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP,
+                         p->max_inflight - atomic_load_explicit(&p->load, memory_order_relaxed));
+    n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
+                           deadline_p);
+    atomic_fetch_add_explicit(&p->load, n, memory_order_relaxed);
+    return n;
+}
+
+/* Device memory in use and ready-queue depth, sampled as each ring starts. */
+static void trace_counters(convoy__pipe_t *p)
+{
+    uint64_t now = convoy__now_ns();
+    pthread_mutex_lock(&p->mem.lock);
+    uint64_t bytes = p->mem.bytes_in_use;
+    pthread_mutex_unlock(&p->mem.lock);
+    convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_COUNTER,
+                                                               .pid = (int16_t)p->queue,
+                                                               .ts_ns = now,
+                                                               .bytes = bytes,
+                                                               .ring_id = -1,
+                                                               .name = "device memory"});
+    uint64_t depth = (uint64_t)p->ctx->sched->depth(p->ctx->sched_state, p->queue);
+    convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_COUNTER,
+                                                               .pid = (int16_t)p->queue,
+                                                               .ts_ns = now,
+                                                               .bytes = depth,
+                                                               .ring_id = -1,
+                                                               .name = "ready queue"});
+}
+
+static void *progress_main(void *arg)
+{
+    convoy__pipe_t *p = arg;
+    convoy_context_t *ctx = p->ctx;
+    if (ctx->trace != NULL) {
+        convoy__trace_name(ctx->trace, p->queue, -1, p->dev->name);
+        convoy__trace_name(ctx->trace, p->queue, 0, "progress");
+    }
+    while (!atomic_load(&p->stop)) {
+        int moved = 0;
+        for (convoy__ring_t **rp = &p->rings; *rp != NULL;) {
+            convoy__ring_t *r = *rp, *next = r->next; /* r is freed once finished */
+            int finished = 0;
+            moved |= convoy__ring_progress(p, r, &finished);
+            if (finished) {
+                *rp = next;
+                p->nrings--;
+            } else {
+                rp = &r->next;
+            }
+        }
+        uint64_t deadline = UINT64_MAX;
+        uint64_t seen = convoy__queue_pushes(ctx, p->queue);
+        int memory_wait = p->deferred != NULL && p->nrings > 0;
+        if (atomic_load_explicit(&p->load, memory_order_relaxed) < p->max_inflight &&
+            !memory_wait) {
+            int n = take_tasks(p, &deadline);
+            if (n > 0) {
+                convoy__ring_start(p, p->popped, n);
+                moved = 1;
+                if (ctx->trace != NULL)
+                    trace_counters(p);
+            }
+        }
+        if (moved)
+            continue;
+        uint64_t now = convoy__now_ns();
+        if (p->nrings > 0) {
+            uint64_t until = CONVOY__MIN(deadline, now + p->poll_ns);
+            if (p->dev->ops->idle_wait != NULL)
+                p->dev->ops->idle_wait(p->dev, until);
+            else if (p->poll_ns > 0)
+                convoy__sleep_until_ns(until);
+        } else {
+            convoy__queue_sleep(ctx, p->queue, seen, deadline);
+        }
+    }
+    return NULL;
+}
+
+static convoy_status_t create_streams(convoy__pipe_t *p)
+{
+    convoy__device_t *dev = p->dev;
+    convoy__stream_t **all[] = {&p->in,      &p->in_large, &p->out,     &p->out_large,
+                                &p->exec[0], &p->exec[1],  &p->exec[2], &p->exec[3]};
+    static const char *const names[] = {"stage-in",  "stage-in large", "pushout",   "pushout large",
+                                        "execute 0", "execute 1",      "execute 2", "execute 3"};
+    _Static_assert(CONVOY__NEXEC == 4, "stream table assumes 4 execute streams");
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        convoy_status_t st = dev->ops->stream_create(dev, all[i]);
+        if (st != CONVOY_SUCCESS)
+            return st;
+        if (p->ctx->trace != NULL)
+            convoy__trace_name(p->ctx->trace, p->queue, (int)i + 1, names[i]);
+    }
+    return CONVOY_SUCCESS;
+}
+
+static int method_of(const char *name)
+{
+    if (strcmp(name, "engine") == 0)
+        return CONVOY__METHOD_ENGINE;
+    if (strcmp(name, "sm") == 0)
+        return CONVOY__METHOD_SM;
+    if (strcmp(name, "loop") == 0)
+        return CONVOY__METHOD_LOOP;
+    return -1;
+}
+
+const char *convoy__copy_method_name(int method)
+{
+    static const char *const names[] = {"loop", "engine", "sm"};
+    return method >= 0 && method < CONVOY__METHOD_COUNT ? names[method] : "auto";
+}
+
+convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
+{
+    convoy_context_t *ctx = dev->ctx;
+    convoy__pipe_t *p = convoy__calloc(ctx, 1, sizeof(*p), "an accelerator pipeline");
+    if (p == NULL)
+        return CONVOY_ERR_NOMEM;
+    p->dev = dev;
+    p->ctx = ctx;
+    p->queue = 1 + dev->index;
+    p->max_inflight = (int)convoy__param_int(&ctx->params, "max_inflight");
+    p->poll_ns = (uint64_t)(convoy__param_double(&ctx->params, "poll_us") * 1000.0);
+    p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
+    convoy__devmem_init(&p->mem, dev);
+    dev->pipeline = p;
+    if (p->method >= 0 && !(dev->methods & (1u << p->method))) {
+        char have[64] = "";
+        for (int m = 0; m < CONVOY__METHOD_COUNT; m++)
+            if (dev->methods & (1u << m))
+                snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s",
+                         have[0] ? ", " : "", convoy__copy_method_name(m));
+        return convoy__error(NULL, CONVOY_ERR_UNAVAILABLE,
+                             "copy_method '%s' is not offered by device %s (it has: %s)",
+                             convoy__copy_method_name(p->method), dev->name, have);
+    }
+    convoy_status_t st = create_streams(p);
+    if (st != CONVOY_SUCCESS)
+        return st;
+    int rc = pthread_create(&p->thread, NULL, progress_main, p);
+    if (rc != 0)
+        return convoy__error(NULL, CONVOY_ERR_NOMEM, "could not start the progress thread of %s",
+                             dev->name);
+    p->started = 1;
+    return CONVOY_SUCCESS;
+}
+
+void convoy__pipeline_stop(convoy__device_t *dev)
+{
+    convoy__pipe_t *p = pipe_of(dev);
+    if (p == NULL || !p->started)
+        return;
+    atomic_store(&p->stop, 1);
+    convoy__queue_wake(p->ctx, p->queue);
+    pthread_mutex_lock(&p->ctx->qwait[p->queue].lock);
+    pthread_cond_broadcast(&p->ctx->qwait[p->queue].cond);
+    pthread_mutex_unlock(&p->ctx->qwait[p->queue].lock);
+    pthread_join(p->thread, NULL);
+    p->started = 0;
+}
+
+void convoy__pipeline_drop_copy(convoy__device_t *dev, convoy_data_t *data)
+{
+    convoy__pipe_t *p = pipe_of(dev);
+    if (p != NULL)
+        convoy__devmem_drop(&p->mem, data);
+}
+
+void convoy__pipeline_destroy(convoy__device_t *dev)
+{
+    convoy__pipe_t *p = pipe_of(dev);
+    if (p == NULL)
+        return;
+    convoy__pipeline_stop(dev);
+    convoy__devmem_fini(&p->mem);
+    while (p->free_pevs != NULL) {
+        convoy__pev_t *e = p->free_pevs;
+        p->free_pevs = e->next;
+        dev->ops->event_destroy(dev, e->ev);
+        free(e);
+    }
+    convoy__stream_t *all[] = {p->in,      p->in_large, p->out,     p->out_large,
+                               p->exec[0], p->exec[1],  p->exec[2], p->exec[3]};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i] != NULL)
+            dev->ops->stream_destroy(dev, all[i]);
+    free(p);
+    dev->pipeline = NULL;
+}

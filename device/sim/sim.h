@@ -1,0 +1,177 @@
+/*
+ * The sim device: an accelerator emulated in host memory (DESIGN.md, "The sim device").
+ * Internal to convoy.
+ *
+ * The first part of this header is what tests and benchmarks may use: a log of every
+ * copy submission and thread-safe counters, read through the convoy__device_t the
+ * context opened. The second part, visible only where CONVOY__SIM_INTERNAL is defined,
+ * is shared by the files of device/sim/ and by nothing else.
+ */
+#ifndef CONVOY_SIM_H
+#define CONVOY_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+
+extern const convoy__device_component_t convoy__device_sim;
+extern const convoy__param_def_t convoy__sim_params[];
+
+/* One copy submission (a memcpy or a memcpy_multi call that passed validation). */
+typedef struct convoy__sim_record {
+    uint64_t seq;         /* submission number on its device, from 1 (what faults count) */
+    int dir;              /* convoy__copy_dir_t of its copies; -1 when they mix directions */
+    int copies;           /* copies really enqueued (fewer than asked when it failed) */
+    size_t bytes;         /* payload of those copies */
+    int method;           /* convoy__copy_method_t used; LOOP for a single memcpy */
+    int stream;           /* the stream's number on its device, in creation order from 0 */
+    uint64_t enqueue_ns;  /* CLOCK_MONOTONIC when the call enqueued it */
+    uint64_t complete_ns; /* modelled completion; 0 until its stream reaches it, or none ran */
+    int failed;           /* 1: an injected failure was returned for this call */
+} convoy__sim_record_t;
+
+/* Counters since open; arrays are indexed by convoy__copy_dir_t. */
+typedef struct convoy__sim_counters {
+    uint64_t submissions[3]; /* calls that passed validation, injected failures included */
+    uint64_t copies[3];      /* copies really enqueued (and so executed) */
+    uint64_t bytes[3];       /* payload of those copies */
+    uint64_t launches;       /* launches enqueued (an injected failure is not one) */
+    uint64_t allocs;         /* successful mem_alloc calls */
+    uint64_t alloc_failures; /* mem_alloc calls that failed: full, or injected */
+    size_t bytes_in_use;     /* device memory allocated and not yet freed */
+    size_t peak_bytes;       /* the most bytes_in_use has been */
+} convoy__sim_counters_t;
+
+/* The log holds the first CONVOY__SIM_MAX_RECORDS submissions since open or the last
+ * clear; later ones are only counted, so long benchmarks stay bounded in memory. */
+#define CONVOY__SIM_MAX_RECORDS (1 << 20)
+
+/* Non-zero when dev is a device opened by the sim component (NULL gives 0). */
+int convoy__sim_is_sim(const convoy__device_t *dev);
+
+/* Copy up to max records, oldest first, into out (may be NULL when max is 0) and return
+ * how many the log holds. A record's complete_ns is filled when its stream executes it,
+ * so read the log after the submissions' events have completed. 0 for a non-sim dev. */
+int convoy__sim_records(convoy__device_t *dev, convoy__sim_record_t *out, int max);
+
+/* Empty the log (submission numbers keep counting). */
+void convoy__sim_records_clear(convoy__device_t *dev);
+
+/* A consistent snapshot of the counters; zeroes for a non-sim dev. Valid until close. */
+void convoy__sim_get_counters(convoy__device_t *dev, convoy__sim_counters_t *out);
+
+#ifdef CONVOY__SIM_INTERNAL
+/* ---- shared by the files of device/sim/ only -------------------------------------- */
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct convoy__sim_dev convoy__sim_dev_t;
+typedef struct convoy__sim_stream convoy__sim_stream_t;
+typedef struct convoy__sim_event convoy__sim_event_t;
+typedef struct convoy__sim_op convoy__sim_op_t;
+
+enum {
+    CONVOY__SIM_OP_COPY,   /* a copy submission */
+    CONVOY__SIM_OP_LAUNCH, /* a chore */
+    CONVOY__SIM_OP_RECORD, /* an event record */
+    CONVOY__SIM_OP_WAIT,   /* a wait for another stream's event */
+};
+
+/* One queued operation; the stream thread frees it once executed. */
+struct convoy__sim_op {
+    convoy__sim_op_t *next;
+    int kind;
+    uint64_t enqueue_ns;        /* no op starts (in modelled time) before its enqueue */
+    uint64_t seq;               /* COPY: the submission number, to find its record */
+    uint64_t overhead_ns;       /* COPY: submission, per-copy and injected delay costs */
+    uint64_t end_ns;            /* COPY: modelled end, when timed at enqueue */
+    int timed;                  /* COPY: timed at enqueue (nothing of unknown length ahead) */
+    size_t dir_bytes[3];        /* COPY: payload per direction, for the link timelines */
+    convoy__launch_fn fn;       /* LAUNCH */
+    void *arg;                  /* LAUNCH */
+    convoy__sim_event_t *event; /* RECORD, WAIT: holds a reference */
+    uint64_t gen;               /* RECORD, WAIT: the event's record generation */
+    int ncopies;                /* COPY */
+    convoy__copy_t copies[];    /* COPY: the device's own copy of the caller's array */
+};
+
+struct convoy__sim_stream {
+    convoy__sim_dev_t *dev;
+    pthread_t thread;
+    pthread_cond_t cond;           /* the thread sleeps here until work or closing */
+    convoy__sim_op_t *head, *tail; /* queue, under dev->lock */
+    uint64_t vt;                   /* modelled end of the last op the thread executed */
+    uint64_t tail_vt;              /* modelled end of the last op enqueued, if untimed 0 */
+    int untimed; /* queued launches, waits and the copies behind them: ends not yet known */
+    int id;      /* creation number on the device */
+    int closing; /* destroy asked: drain the queue, then exit */
+    convoy__sim_stream_t *prev, *next; /* dev->streams */
+};
+
+struct convoy__sim_event {
+    uint64_t gen;                     /* records issued so far (0: never recorded) */
+    uint64_t exec_gen;                /* newest generation a stream has executed */
+    uint64_t exec_at;                 /* modelled completion of generation exec_gen */
+    _Atomic uint64_t done_at;         /* completion of generation gen; UINT64_MAX while queued */
+    int refs;                         /* the owner's, plus one per queued op naming it */
+    convoy__sim_event_t *prev, *next; /* dev->events */
+};
+
+typedef struct convoy__sim_block convoy__sim_block_t; /* an allocation's header */
+
+struct convoy__sim_dev {
+    convoy__device_t base; /* first: what the pipeline sees */
+    /* Cost model and fault injection, read from the parameters at open. */
+    double submit_ns, copy_ns, single_copy_ns, launch_ns, delay_ns;
+    double ns_per_byte;
+    int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
+
+    pthread_mutex_t lock;     /* guards every field below and all streams and events */
+    pthread_cond_t exec_cond; /* streams blocked on another stream's event sleep here */
+    pthread_cond_t idle_cond; /* idle_wait sleeps here (CLOCK_MONOTONIC) */
+    int exec_waiters;         /* streams asleep on exec_cond: broadcast only then */
+    int idle_sleeping;        /* idle_wait callers asleep on idle_cond */
+    uint64_t done_events;     /* records executed whose completion time has passed */
+    uint64_t idle_seen;       /* done_events when idle_wait last returned */
+    uint64_t *heap;           /* min-heap of future completion times of executed records */
+    int heap_len, heap_cap;
+    uint64_t link_free[3]; /* per direction: when the link is next free (modelled) */
+
+    uint64_t nsubmissions, nallocs, nlaunches; /* what fault injection counts */
+    int next_stream_id;
+    convoy__sim_stream_t *streams;
+    convoy__sim_event_t *events;
+    convoy__sim_block_t *blocks; /* live allocations, freed at close if leaked */
+    convoy__sim_counters_t counters;
+    convoy__sim_record_t *records;
+    int nrecords, records_cap; /* the log, sorted by seq (appended under the lock) */
+};
+
+/* Streams, events and idle_wait (sim_stream.c), in the device ops table. */
+convoy_status_t convoy__sim_stream_create(convoy__device_t *dev, convoy__stream_t **stream_p);
+void convoy__sim_stream_destroy(convoy__device_t *dev, convoy__stream_t *stream);
+void *convoy__sim_stream_native(convoy__device_t *dev, convoy__stream_t *stream);
+convoy_status_t convoy__sim_event_create(convoy__device_t *dev, convoy__event_t **event_p);
+void convoy__sim_event_destroy(convoy__device_t *dev, convoy__event_t *event);
+convoy_status_t convoy__sim_event_record(convoy__device_t *dev, convoy__event_t *event,
+                                         convoy__stream_t *stream);
+int convoy__sim_event_query(convoy__device_t *dev, convoy__event_t *event);
+convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *dev, convoy__stream_t *stream,
+                                              convoy__event_t *event);
+void convoy__sim_idle_wait(convoy__device_t *dev, uint64_t deadline_ns);
+
+/* Append op to the stream's queue and wake its thread; times a copy at once when nothing
+ * of unknown length is ahead of it. dev->lock held. */
+void convoy__sim_enqueue_locked(convoy__sim_stream_t *s, convoy__sim_op_t *op);
+
+/* Model a copy op that starts no earlier than after: take its place on the link
+ * timelines, fill its record's complete_ns and return its end. dev->lock held. */
+uint64_t convoy__sim_time_copy_locked(convoy__sim_dev_t *dev, uint64_t after, convoy__sim_op_t *op);
+
+/* At close: destroy the streams and free the events the owner left. */
+void convoy__sim_streams_close(convoy__sim_dev_t *dev);
+
+#endif /* CONVOY__SIM_INTERNAL */
+#endif /* CONVOY_SIM_H */

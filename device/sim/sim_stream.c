@@ -1,0 +1,531 @@
+/*
+ * The sim device's streams, events and idle wait.
+ *
+ * Each stream is a thread that executes its queue in order and does the real work (the
+ * bytes are copied, the chore runs) as soon as it reaches an op. Beside that the device
+ * models when the op would have ended on the hardware of PHYSICS.md: an op starts at the
+ * latest of the end of the op before it on its stream, its enqueue time and the modelled
+ * completion of the events it waits for; its cost comes from the parameters; the
+ * bandwidth part of a copy also holds a per-direction link timeline shared by every
+ * stream of the device, so that two streams do not move more than the link carries.
+ *
+ * A copy is timed (and takes its place on the link) when it is enqueued, unless a launch
+ * or a wait whose length is not yet known is ahead of it on its stream; then it is timed
+ * when the stream thread reaches it. So the link serves copies in the order the host
+ * submitted them, whatever the threads' scheduling, for copy-only streams at least.
+ *
+ * An event completes when its stream has executed it and the clock has reached its
+ * modelled time, so when the real work is slower than the model (first-touch page
+ * faults, a loaded host) the real work sets the pace. Nothing spins: stream threads
+ * sleep on condition variables, and idle_wait sleeps until the next modelled completion
+ * it knows of.
+ */
+#include "config.h"
+
+#define CONVOY__SIM_INTERNAL 1
+#include "device/sim/sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/util.h"
+
+static convoy__sim_dev_t *sim_dev(convoy__device_t *d)
+{
+    return (convoy__sim_dev_t *)d;
+}
+
+static convoy__sim_stream_t *sim_stream(convoy__stream_t *s)
+{
+    return (convoy__sim_stream_t *)(void *)s;
+}
+
+static convoy__sim_event_t *sim_event(convoy__event_t *e)
+{
+    return (convoy__sim_event_t *)(void *)e;
+}
+
+static uint64_t ns_of(double ns)
+{
+    return ns <= 0.0 ? 0 : (uint64_t)(ns + 0.5);
+}
+
+/* ---- completion times idle_wait sleeps towards ------------------------------------ */
+
+static void heap_swap(uint64_t *h, int a, int b)
+{
+    uint64_t t = h[a];
+    h[a] = h[b];
+    h[b] = t;
+}
+
+/* Push t; 0 when the heap cannot grow (the caller then wakes idle_wait at once). */
+static int heap_push(convoy__sim_dev_t *dev, uint64_t t)
+{
+    if (dev->heap_len == dev->heap_cap) {
+        int cap = dev->heap_cap ? 2 * dev->heap_cap : 64;
+        uint64_t *h = realloc(dev->heap, (size_t)cap * sizeof *h);
+        if (!h)
+            return 0;
+        dev->heap = h;
+        dev->heap_cap = cap;
+    }
+    uint64_t *h = dev->heap;
+    int i = dev->heap_len++;
+    h[i] = t;
+    while (i > 0 && h[(i - 1) / 2] > h[i]) {
+        heap_swap(h, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    return 1;
+}
+
+static void heap_pop(convoy__sim_dev_t *dev)
+{
+    uint64_t *h = dev->heap;
+    int n = --dev->heap_len;
+    h[0] = h[n];
+    for (int i = 0;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && h[l] < h[m])
+            m = l;
+        if (r < n && h[r] < h[m])
+            m = r;
+        if (m == i)
+            break;
+        heap_swap(h, i, m);
+        i = m;
+    }
+}
+
+/* Drop the times that have passed and count them as completed events. */
+static void heap_prune_locked(convoy__sim_dev_t *dev, uint64_t now)
+{
+    while (dev->heap_len > 0 && dev->heap[0] <= now) {
+        heap_pop(dev);
+        dev->done_events++;
+    }
+}
+
+/* A record executed with modelled completion 'at': make sure idle_wait learns of it,
+ * at once when it has passed, else when the clock reaches it. */
+static void sim_note_record_locked(convoy__sim_dev_t *dev, uint64_t at)
+{
+    uint64_t now = convoy__now_ns();
+    heap_prune_locked(dev, now);
+    if (at <= now || !heap_push(dev, at)) {
+        dev->done_events++;
+        if (dev->idle_sleeping)
+            pthread_cond_broadcast(&dev->idle_cond);
+    } else if (dev->idle_sleeping && dev->heap[0] == at) {
+        /* A new earliest time: the sleepers' deadlines are later than it. */
+        pthread_cond_broadcast(&dev->idle_cond);
+    }
+}
+
+/* ---- the stream thread ------------------------------------------------------------ */
+
+static void sim_event_unref_locked(convoy__sim_dev_t *dev, convoy__sim_event_t *ev)
+{
+    if (--ev->refs > 0)
+        return;
+    if (ev->prev)
+        ev->prev->next = ev->next;
+    else
+        dev->events = ev->next;
+    if (ev->next)
+        ev->next->prev = ev->prev;
+    free(ev);
+}
+
+/* Find the record of submission seq in the log (sorted by seq); NULL when not logged. */
+static convoy__sim_record_t *sim_find_record_locked(convoy__sim_dev_t *dev, uint64_t seq)
+{
+    int lo = 0, hi = dev->nrecords;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (dev->records[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < dev->nrecords && dev->records[lo].seq == seq ? &dev->records[lo] : NULL;
+}
+
+uint64_t convoy__sim_time_copy_locked(convoy__sim_dev_t *dev, uint64_t after, convoy__sim_op_t *op)
+{
+    uint64_t start = CONVOY__MAX(after, op->enqueue_ns);
+    size_t total = op->dir_bytes[0] + op->dir_bytes[1] + op->dir_bytes[2];
+    uint64_t end = start + op->overhead_ns + ns_of((double)total * dev->ns_per_byte);
+    for (int d = 0; d < 3; d++) {
+        if (op->dir_bytes[d] == 0)
+            continue;
+        /* The link carries one transfer at a time in each direction, in the order they
+         * are timed; a busy link delays the end, not the start. */
+        uint64_t xs = CONVOY__MAX(dev->link_free[d], start);
+        uint64_t xe = xs + ns_of((double)op->dir_bytes[d] * dev->ns_per_byte);
+        dev->link_free[d] = xe;
+        end = CONVOY__MAX(end, xe);
+    }
+    convoy__sim_record_t *rec = sim_find_record_locked(dev, op->seq);
+    if (rec)
+        rec->complete_ns = end;
+    return end;
+}
+
+/* An op whose end was not known at enqueue has run: once none is left, enqueues can
+ * time copies again, from the stream's clock. */
+static void sim_untimed_done(convoy__sim_stream_t *s)
+{
+    if (--s->untimed == 0)
+        s->tail_vt = s->vt;
+}
+
+/* Time the copy if enqueue could not, then copy the bytes (without the lock). */
+static void sim_run_copy(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy__sim_op_t *op)
+{
+    if (op->timed) {
+        s->vt = op->end_ns;
+    } else {
+        s->vt = convoy__sim_time_copy_locked(dev, s->vt, op);
+        sim_untimed_done(s);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    for (int i = 0; i < op->ncopies; i++)
+        memcpy(op->copies[i].dst, op->copies[i].src, op->copies[i].bytes);
+    pthread_mutex_lock(&dev->lock);
+}
+
+/* Run the chore (without the lock); it costs the launch latency plus its own time. */
+static void sim_run_launch(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy__sim_op_t *op)
+{
+    uint64_t start = CONVOY__MAX(s->vt, op->enqueue_ns);
+    pthread_mutex_unlock(&dev->lock);
+    uint64_t t0 = convoy__now_ns();
+    int rc = op->fn(op->arg, NULL);
+    uint64_t t1 = convoy__now_ns();
+    /* The pipeline reads a chore's outcome from its argument, not from here. */
+    if (rc != 0)
+        convoy__log_debug("%s: stream %d: chore returned %d", dev->base.name, s->id, rc);
+    pthread_mutex_lock(&dev->lock);
+    s->vt = start + ns_of(dev->launch_ns) + (t1 - t0);
+    sim_untimed_done(s);
+}
+
+static void sim_run_record(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy__sim_op_t *op)
+{
+    convoy__sim_event_t *ev = op->event;
+    uint64_t at = s->vt;
+    if (op->gen > ev->exec_gen) {
+        ev->exec_gen = op->gen;
+        ev->exec_at = at;
+    }
+    /* A generation re-armed since this op was queued is not the one queries see. */
+    if (op->gen == ev->gen)
+        atomic_store_explicit(&ev->done_at, at, memory_order_release);
+    sim_note_record_locked(dev, at);
+    if (dev->exec_waiters > 0)
+        pthread_cond_broadcast(&dev->exec_cond);
+    sim_event_unref_locked(dev, ev);
+}
+
+/* Wait until the event's generation (or a newer one) has been executed by its stream,
+ * then start no earlier than its modelled completion. */
+static void sim_run_wait(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy__sim_op_t *op)
+{
+    convoy__sim_event_t *ev = op->event;
+    while (ev->exec_gen < op->gen) {
+        dev->exec_waiters++;
+        pthread_cond_wait(&dev->exec_cond, &dev->lock);
+        dev->exec_waiters--;
+    }
+    s->vt = CONVOY__MAX(s->vt, ev->exec_at);
+    sim_untimed_done(s);
+    sim_event_unref_locked(dev, ev);
+}
+
+static void *sim_stream_main(void *arg)
+{
+    convoy__sim_stream_t *s = arg;
+    convoy__sim_dev_t *dev = s->dev;
+
+    pthread_mutex_lock(&dev->lock);
+    for (;;) {
+        convoy__sim_op_t *op = s->head;
+        if (!op) {
+            if (s->closing)
+                break;
+            pthread_cond_wait(&s->cond, &dev->lock);
+            continue;
+        }
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+        switch (op->kind) {
+        case CONVOY__SIM_OP_COPY: sim_run_copy(dev, s, op); break;
+        case CONVOY__SIM_OP_LAUNCH: sim_run_launch(dev, s, op); break;
+        case CONVOY__SIM_OP_RECORD: sim_run_record(dev, s, op); break;
+        case CONVOY__SIM_OP_WAIT: sim_run_wait(dev, s, op); break;
+        }
+        free(op);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return NULL;
+}
+
+void convoy__sim_enqueue_locked(convoy__sim_stream_t *s, convoy__sim_op_t *op)
+{
+    if (op->kind == CONVOY__SIM_OP_COPY && s->untimed == 0) {
+        op->timed = 1;
+        op->end_ns = s->tail_vt = convoy__sim_time_copy_locked(s->dev, s->tail_vt, op);
+    } else if (op->kind != CONVOY__SIM_OP_RECORD) {
+        s->untimed++;
+    }
+    op->next = NULL;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    pthread_cond_signal(&s->cond);
+}
+
+/* ---- streams ---------------------------------------------------------------------- */
+
+convoy_status_t convoy__sim_stream_create(convoy__device_t *d, convoy__stream_t **stream_p)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    if (!stream_p)
+        return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: stream_create: NULL stream_p",
+                             d->name);
+    convoy__sim_stream_t *s = convoy__calloc(d->ctx, 1, sizeof *s, "sim stream");
+    if (!s)
+        return CONVOY_ERR_NOMEM;
+    s->dev = dev;
+    int rc = pthread_cond_init(&s->cond, NULL);
+    if (rc != 0) {
+        free(s);
+        return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
+                             "%s: stream_create: pthread_cond_init returned %d", d->name, rc);
+    }
+    pthread_mutex_lock(&dev->lock);
+    s->id = dev->next_stream_id++;
+    s->vt = s->tail_vt = convoy__now_ns();
+    pthread_mutex_unlock(&dev->lock);
+
+    rc = pthread_create(&s->thread, NULL, sim_stream_main, s);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->cond);
+        free(s);
+        return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
+                             "%s: stream_create: pthread_create returned %d", d->name, rc);
+    }
+    pthread_mutex_lock(&dev->lock);
+    s->next = dev->streams;
+    if (dev->streams)
+        dev->streams->prev = s;
+    dev->streams = s;
+    pthread_mutex_unlock(&dev->lock);
+    *stream_p = (convoy__stream_t *)(void *)s;
+    return CONVOY_SUCCESS;
+}
+
+/* Work already queued still runs (as on a GPU); returns once the thread has drained it. */
+void convoy__sim_stream_destroy(convoy__device_t *d, convoy__stream_t *stream)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    convoy__sim_stream_t *s = sim_stream(stream);
+    if (!s)
+        return;
+    pthread_mutex_lock(&dev->lock);
+    s->closing = 1;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&dev->lock);
+    pthread_join(s->thread, NULL);
+
+    pthread_mutex_lock(&dev->lock);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        dev->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    pthread_mutex_unlock(&dev->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+void *convoy__sim_stream_native(convoy__device_t *d, convoy__stream_t *stream)
+{
+    (void)d;
+    (void)stream;
+    return NULL; /* sim chores do their work on the stream thread, on device pointers */
+}
+
+/* ---- events ----------------------------------------------------------------------- */
+
+convoy_status_t convoy__sim_event_create(convoy__device_t *d, convoy__event_t **event_p)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    if (!event_p)
+        return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: event_create: NULL event_p", d->name);
+    convoy__sim_event_t *ev = convoy__calloc(d->ctx, 1, sizeof *ev, "sim event");
+    if (!ev)
+        return CONVOY_ERR_NOMEM;
+    ev->refs = 1;
+    atomic_init(&ev->done_at, 0); /* never recorded: complete, as on CUDA */
+    pthread_mutex_lock(&dev->lock);
+    ev->next = dev->events;
+    if (dev->events)
+        dev->events->prev = ev;
+    dev->events = ev;
+    pthread_mutex_unlock(&dev->lock);
+    *event_p = (convoy__event_t *)(void *)ev;
+    return CONVOY_SUCCESS;
+}
+
+/* The owner lets go; ops still queued that name the event keep it alive. */
+void convoy__sim_event_destroy(convoy__device_t *d, convoy__event_t *event)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    if (!event)
+        return;
+    pthread_mutex_lock(&dev->lock);
+    sim_event_unref_locked(dev, sim_event(event));
+    pthread_mutex_unlock(&dev->lock);
+}
+
+/* Queue an op that names ev (taking a reference); the caller has checked s and ev. */
+static convoy_status_t sim_event_op(convoy__sim_dev_t *dev, convoy__sim_stream_t *s,
+                                    convoy__sim_event_t *ev, int kind)
+{
+    convoy__sim_op_t *op = convoy__calloc(dev->base.ctx, 1, sizeof *op, "sim event op");
+    if (!op)
+        return CONVOY_ERR_NOMEM;
+    op->kind = kind;
+    op->event = ev;
+    op->enqueue_ns = convoy__now_ns();
+    pthread_mutex_lock(&dev->lock);
+    if (kind == CONVOY__SIM_OP_RECORD) {
+        ev->gen++; /* re-arms an event recorded before */
+        atomic_store_explicit(&ev->done_at, UINT64_MAX, memory_order_relaxed);
+    } else if (ev->gen == 0) {
+        pthread_mutex_unlock(&dev->lock); /* never recorded: nothing to wait for */
+        free(op);
+        return CONVOY_SUCCESS;
+    }
+    op->gen = ev->gen;
+    ev->refs++;
+    convoy__sim_enqueue_locked(s, op);
+    pthread_mutex_unlock(&dev->lock);
+    return CONVOY_SUCCESS;
+}
+
+static convoy_status_t sim_check_pair(convoy__sim_dev_t *dev, const char *what,
+                                      convoy__sim_stream_t *s, convoy__sim_event_t *ev)
+{
+    if (!s || !ev)
+        return convoy__error(dev->base.ctx, CONVOY_ERR_INVALID, "%s: %s: NULL %s", dev->base.name,
+                             what, s ? "event" : "stream");
+    if (s->dev != dev)
+        return convoy__error(dev->base.ctx, CONVOY_ERR_INVALID, "%s: %s: stream %d belongs to %s",
+                             dev->base.name, what, s->id, s->dev->base.name);
+    return CONVOY_SUCCESS;
+}
+
+convoy_status_t convoy__sim_event_record(convoy__device_t *d, convoy__event_t *event,
+                                         convoy__stream_t *stream)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    convoy__sim_stream_t *s = sim_stream(stream);
+    convoy__sim_event_t *ev = sim_event(event);
+    convoy_status_t st = sim_check_pair(dev, "event_record", s, ev);
+    return st != CONVOY_SUCCESS ? st : sim_event_op(dev, s, ev, CONVOY__SIM_OP_RECORD);
+}
+
+convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
+                                              convoy__event_t *event)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    convoy__sim_stream_t *s = sim_stream(stream);
+    convoy__sim_event_t *ev = sim_event(event);
+    convoy_status_t st = sim_check_pair(dev, "stream_wait_event", s, ev);
+    return st != CONVOY_SUCCESS ? st : sim_event_op(dev, s, ev, CONVOY__SIM_OP_WAIT);
+}
+
+/* 1 once the stream has executed the latest record and the clock has reached its
+ * modelled completion, else 0. Failures are reported by the calls that enqueue work,
+ * so a recorded event never reads negative; NULL does (-1, CONVOY_ERR_INVALID). Takes
+ * no lock, so the progress thread may poll many events cheaply. */
+int convoy__sim_event_query(convoy__device_t *d, convoy__event_t *event)
+{
+    convoy__sim_event_t *ev = sim_event(event);
+    if (!ev)
+        return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: event_query: NULL event", d->name);
+    uint64_t at = atomic_load_explicit(&ev->done_at, memory_order_acquire);
+    if (at == 0)
+        return 1;
+    return at != UINT64_MAX && convoy__now_ns() >= at;
+}
+
+/* ---- idle wait -------------------------------------------------------------------- */
+
+/*
+ * Sleep until an event may have completed since the previous idle_wait returned: a
+ * record executed whose modelled time had passed, or the clock reached the earliest
+ * modelled time of one executed but not yet complete; or until deadline_ns. Meant for
+ * the device's one progress thread (completions are consumed by whoever returns).
+ */
+void convoy__sim_idle_wait(convoy__device_t *d, uint64_t deadline_ns)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    pthread_mutex_lock(&dev->lock);
+    for (;;) {
+        uint64_t now = convoy__now_ns();
+        heap_prune_locked(dev, now);
+        if (dev->done_events != dev->idle_seen) {
+            dev->idle_seen = dev->done_events;
+            break;
+        }
+        if (now >= deadline_ns)
+            break;
+        uint64_t until = deadline_ns;
+        if (dev->heap_len > 0 && dev->heap[0] < until)
+            until = dev->heap[0];
+        struct timespec ts = {
+            .tv_sec = (time_t)(until / 1000000000u),
+            .tv_nsec = (long)(until % 1000000000u),
+        };
+        dev->idle_sleeping++;
+        pthread_cond_timedwait(&dev->idle_cond, &dev->lock, &ts);
+        dev->idle_sleeping--;
+    }
+    pthread_mutex_unlock(&dev->lock);
+}
+
+/* ---- close ------------------------------------------------------------------------ */
+
+void convoy__sim_streams_close(convoy__sim_dev_t *dev)
+{
+    int nstreams = 0, nevents = 0;
+    pthread_mutex_lock(&dev->lock);
+    while (dev->streams) {
+        convoy__sim_stream_t *s = dev->streams;
+        pthread_mutex_unlock(&dev->lock);
+        convoy__sim_stream_destroy(&dev->base, (convoy__stream_t *)(void *)s);
+        nstreams++;
+        pthread_mutex_lock(&dev->lock);
+    }
+    /* Every queue has drained: only the owners' references are left. */
+    while (dev->events) {
+        convoy__sim_event_t *ev = dev->events;
+        dev->events = ev->next;
+        free(ev);
+        nevents++;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    if (nstreams > 0 || nevents > 0)
+        convoy__log_info("%s: close: destroyed %d stream(s) and %d event(s) left open",
+                         dev->base.name, nstreams, nevents);
+}

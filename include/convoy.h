@@ -1,0 +1,256 @@
+/*
+ * convoy: a task runtime for GPUs that makes small, compute-trivial tasks cheap.
+ *
+ * This header is the whole public API. A program declares task classes (a chore per
+ * device kind and the access mode of each data flow), registers its data, inserts
+ * tasks in program order and waits; convoy infers the dependencies from the data each
+ * task touches, runs tasks on CPU workers and accelerators and moves the data.
+ *
+ * Conventions:
+ *  - Every function that can fail returns a convoy_status_t: CONVOY_SUCCESS (0) or a
+ *    negative code. The message of the last error is convoy_last_error().
+ *  - Output parameters come last, end in _p, and are set only on success.
+ *  - Nothing aborts the process on user error.
+ */
+#ifndef CONVOY_H
+#define CONVOY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status codes: 0 is success, errors are negative. */
+typedef enum convoy_status {
+    CONVOY_SUCCESS = 0,
+    CONVOY_ERR_INVALID = -1,     /**< a bad argument or parameter value */
+    CONVOY_ERR_NOMEM = -2,       /**< host or device memory exhausted */
+    CONVOY_ERR_NOT_FOUND = -3,   /**< an unknown name (parameter, component) */
+    CONVOY_ERR_UNAVAILABLE = -4, /**< a component asked for cannot start here */
+    CONVOY_ERR_DEVICE = -5,      /**< a device call failed */
+    CONVOY_ERR_TASK_FAILED = -6, /**< at least one task failed or was cancelled */
+    CONVOY_ERR_STATE = -7,       /**< the call is not allowed now (e.g. after fini) */
+    CONVOY_ERR_IO = -8,          /**< a file could not be read or written */
+} convoy_status_t;
+
+/** The name of a status code ("CONVOY_ERR_INVALID"); never NULL. */
+const char *convoy_status_name(convoy_status_t status);
+
+typedef struct convoy_context convoy_context_t;
+typedef struct convoy_class convoy_class_t;
+typedef struct convoy_data convoy_data_t;
+
+/**
+ * The message of the last error. With a context: the last error recorded on that
+ * context (any thread). With NULL: the last error of the calling thread (use it after a
+ * failed convoy_init). The string stays valid until the next failing call; never NULL.
+ */
+const char *convoy_last_error(const convoy_context_t *ctx);
+
+/* ---------------------------------------------------------------------------------
+ * Parameters
+ *
+ * Every knob is a parameter with a name, a type, a default and a one-line doc;
+ * `convoy-info` lists them all. Values are taken, later ones winning, from: the
+ * default; convoy_param_preset() calls; the environment (CONVOY_NAME, upper case); the
+ * command line (--convoy-name=value, consumed by convoy_init).
+ * ------------------------------------------------------------------------------ */
+
+/**
+ * Set a parameter for the next convoy_init of this process, as if from the program.
+ * The name is lower case without prefix ("sched", "batch_max_tasks"). Returns
+ * CONVOY_ERR_NOT_FOUND for an unknown name, CONVOY_ERR_INVALID for a value the
+ * parameter does not accept; the message names the parameter, the value and what is
+ * allowed. Thread-safe.
+ */
+convoy_status_t convoy_param_preset(const char *name, const char *value);
+
+/** Forget every convoy_param_preset() value. */
+void convoy_param_preset_clear(void);
+
+/**
+ * Copy the current value of a parameter of a running context into buf (at most len
+ * bytes, NUL-terminated). CONVOY_ERR_NOT_FOUND for an unknown name.
+ */
+convoy_status_t convoy_param_get(const convoy_context_t *ctx, const char *name, char *buf,
+                                 size_t len);
+
+/* ---------------------------------------------------------------------------------
+ * Context
+ * ------------------------------------------------------------------------------ */
+
+/**
+ * Start the runtime: read parameters, select the scheduler and devices, start the CPU
+ * workers and the accelerators' progress threads. argc/argv may be NULL; when given,
+ * options --convoy-NAME=VALUE (or --convoy-NAME VALUE) are removed from them and the
+ * rest is left for the program. On error nothing is started and *ctx_p is untouched.
+ */
+convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p);
+
+/**
+ * Wait for every inserted task, stop the runtime and free it. Data handles and classes
+ * still alive are freed; host memory from convoy_host_alloc is freed. Accepts NULL.
+ */
+void convoy_fini(convoy_context_t *ctx);
+
+/* ---------------------------------------------------------------------------------
+ * Task classes
+ * ------------------------------------------------------------------------------ */
+
+/** Access mode of one flow of a task class. */
+typedef enum convoy_access {
+    CONVOY_READ = 1,
+    CONVOY_WRITE = 2,
+    CONVOY_RW = 3,
+} convoy_access_t;
+
+/** Where a chore runs. */
+typedef enum convoy_device_kind {
+    CONVOY_DEVICE_CPU = 0,  /**< the CPU workers */
+    CONVOY_DEVICE_SIM = 1,  /**< the emulated accelerator: a CPU function on device pointers */
+    CONVOY_DEVICE_CUDA = 2, /**< NVIDIA GPUs: the chore launches into a cudaStream_t */
+    CONVOY_DEVICE_HIP = 3,  /**< AMD GPUs: the chore launches into a hipStream_t */
+    CONVOY_DEVICE_KIND_COUNT
+} convoy_device_kind_t;
+
+/** Class flags. */
+enum {
+    /** Tasks of this class may travel in rings (the batch scheduler). */
+    CONVOY_CLASS_BATCHABLE = 1u << 0,
+};
+
+/** What a chore sees of one task. Valid only during the chore call. */
+typedef struct convoy_task_view {
+    void *const *flows;       /**< flow pointers, valid on the executing device */
+    const size_t *flow_bytes; /**< size of each flow */
+    int nflows;
+    const void *args; /**< the argument block given at insertion (a private copy) */
+    size_t args_size;
+    uint64_t task_id; /**< insertion number, from 0 */
+} convoy_task_view_t;
+
+/**
+ * A chore runs one task. stream is the device's stream to launch into (a
+ * cudaStream_t/hipStream_t; NULL on CPU and sim, where the chore does the work itself).
+ * Return 0 on success; any other value fails the task (its successors are cancelled).
+ */
+typedef int (*convoy_chore_fn)(const convoy_task_view_t *task, void *stream);
+
+/**
+ * A batch chore runs the work of several tasks of one class at once (one kernel launch
+ * for n tasks). Return 0 on success; any other value fails all n tasks.
+ */
+typedef int (*convoy_batch_chore_fn)(const convoy_task_view_t *const *tasks, int ntasks,
+                                     void *stream);
+
+/**
+ * Declare a task class. modes has nflows entries (1..CONVOY_MAX_FLOWS). The name is
+ * copied. The class belongs to the context and is freed by convoy_fini.
+ */
+#define CONVOY_MAX_FLOWS 16
+convoy_status_t convoy_class_new(convoy_context_t *ctx, const char *name, int nflows,
+                                 const convoy_access_t *modes, unsigned flags,
+                                 convoy_class_t **cls_p);
+
+/** Set the chore for one device kind (fn NULL removes it). */
+convoy_status_t convoy_class_set_chore(convoy_class_t *cls, convoy_device_kind_t kind,
+                                       convoy_chore_fn fn);
+
+/** Set the batch chore for one device kind; used only for CONVOY_CLASS_BATCHABLE classes. */
+convoy_status_t convoy_class_set_batch_chore(convoy_class_t *cls, convoy_device_kind_t kind,
+                                             convoy_batch_chore_fn fn);
+
+/* ---------------------------------------------------------------------------------
+ * Data
+ * ------------------------------------------------------------------------------ */
+
+/**
+ * Host memory for data: pinned and pooled where a GPU is present (registering memory
+ * costs 0.3-4 ms a call, so convoy registers large slabs once), plain memory otherwise.
+ * NULL when bytes is 0 or memory is exhausted. Free with convoy_host_free before fini,
+ * or let fini free it.
+ */
+void *convoy_host_alloc(convoy_context_t *ctx, size_t bytes);
+void convoy_host_free(convoy_context_t *ctx, void *ptr);
+
+/**
+ * Register bytes of host memory at host_ptr as one datum. The memory stays the
+ * caller's; it must outlive the handle. bytes must be > 0.
+ */
+convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t bytes,
+                                convoy_data_t **data_p);
+
+/**
+ * Wait until every task inserted so far that uses the datum has completed, and make the
+ * host copy the newest one. With CONVOY_WRITE in mode the caller may then change the
+ * host memory: device copies are dropped. Returns CONVOY_ERR_TASK_FAILED when a task
+ * that wrote the datum failed (the host copy then holds the newest valid version).
+ */
+convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode);
+
+/** The host pointer and size given at creation. */
+void *convoy_data_host_ptr(const convoy_data_t *data);
+size_t convoy_data_bytes(const convoy_data_t *data);
+
+/**
+ * Free a handle: waits for the tasks that use it, then drops its device copies.
+ * Accepts NULL.
+ */
+void convoy_data_free(convoy_data_t *data);
+
+/* ---------------------------------------------------------------------------------
+ * Tasks
+ * ------------------------------------------------------------------------------ */
+
+/**
+ * Insert a task in program order. flows holds one datum per flow of the class; the
+ * task depends on earlier tasks through them (read after write, write after read,
+ * write after write). args (args_size bytes, may be 0) is copied. Thread-safe; tasks
+ * inserted concurrently from several threads are ordered as the calls are serialised.
+ * A datum may appear in several flows of one task.
+ */
+convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                   size_t args_size, convoy_data_t *const *flows);
+
+/**
+ * Wait until every task inserted so far has completed, failed or been cancelled.
+ * Returns CONVOY_SUCCESS, or CONVOY_ERR_TASK_FAILED with a message naming the first
+ * failed task, its class and the cause, and how many tasks failed and were cancelled.
+ * The failure count is reset, so the next wait reports only new failures.
+ */
+convoy_status_t convoy_wait(convoy_context_t *ctx);
+
+/** Counts since init, for programs and benchmarks. */
+typedef struct convoy_stats {
+    uint64_t tasks_inserted;
+    uint64_t tasks_completed; /**< completed successfully */
+    uint64_t tasks_failed;
+    uint64_t tasks_cancelled;
+    uint64_t rings;           /**< rings executed on accelerators */
+    uint64_t h2d_submissions; /**< host-to-device submissions (one memcpy_multi or memcpy) */
+    uint64_t h2d_copies;
+    uint64_t h2d_bytes;
+    uint64_t d2h_submissions;
+    uint64_t d2h_copies;
+    uint64_t d2h_bytes;
+    uint64_t split_copies; /**< copies sent alone because they exceeded the split size */
+    uint64_t retried_copies;
+    uint64_t evictions;
+    uint64_t launches; /**< chore and batch chore calls on accelerators */
+} convoy_stats_t;
+
+void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *stats);
+
+/** The name of the scheduler component in use ("fifo", "batch"). */
+const char *convoy_sched_name(const convoy_context_t *ctx);
+
+/** Number of accelerators in use, and the name of one ("sim0", "cuda0"). */
+int convoy_accel_count(const convoy_context_t *ctx);
+const char *convoy_accel_name(const convoy_context_t *ctx, int index);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CONVOY_H */

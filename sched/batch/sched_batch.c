@@ -1,0 +1,219 @@
+/*
+ * batch: collects rings of ready tasks of one batchable class bound for one device and
+ * hands them over as one unit; plans each stage's copies into bounded, fused
+ * submissions with large copies split out (batch_plan.c). Tasks of other classes travel
+ * as rings of one, in the order they became ready.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "sched/batch/batch.h"
+#include "src/core.h"
+
+const convoy__param_def_t convoy__batch_params[] = {
+    {.name = "batch_max_tasks",
+     .type = CONVOY__PARAM_INT,
+     .def = "256",
+     .min = 1,
+     .max = 4096,
+     .doc = "tasks per ring; PHYSICS.md 4: rings of 64-1024 tasks with one launch reach "
+            "285-316k tasks/s, and 256 x 3 inputs stays near the 512-entry batch optimum"},
+    {.name = "batch_max_wait_us",
+     .type = CONVOY__PARAM_DOUBLE,
+     .def = "50",
+     .min = 0,
+     .max = 1e7,
+     .doc = "a ring closes this long after its oldest task became ready, full or not (about "
+            "one batched submission of 128 x 8 KiB, PHYSICS.md 1)"},
+    {.name = "batch_max_copies",
+     .type = CONVOY__PARAM_INT,
+     .def = "512",
+     .min = 1,
+     .max = 65536,
+     .doc = "copies per submission; PHYSICS.md 1: no gain past ~512 entries, 2048 were "
+            "slower"},
+    {.name = "batch_max_bytes",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "4M",
+     .min = 1,
+     .max = 1125899906842624.0, /* 1P */
+     .doc = "bytes per submission, bounding how long one submission holds the link (4 MiB "
+            "is ~75 us at 54 GB/s, PHYSICS.md 1)"},
+    {.name = "batch_split_bytes",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "1M",
+     .min = 0,
+     .max = 1125899906842624.0, /* 1P */
+     .doc = "copies larger than this travel alone after the small ones, 0 turns the split "
+            "off; PHYSICS.md 1: from 1 MiB one copy reaches 48.5 GB/s alone, and 3: a large "
+            "copy in or ahead of a batch delays it 30-45x"},
+    {0},
+};
+
+typedef struct class_list {
+    convoy__task_t *head, *tail;
+    int count;
+} class_list_t;
+
+typedef struct batch_queue {
+    pthread_mutex_t lock;
+    convoy__task_t *single_head, *single_tail; /* non-batchable tasks */
+    class_list_t *lists;                       /* by class id */
+    int nlists;
+    int depth;
+} batch_queue_t;
+
+typedef struct batch_state {
+    convoy__batch_limits_t lim;
+    int nqueues;
+    batch_queue_t q[];
+} batch_state_t;
+
+static convoy_status_t batch_init(convoy_context_t *ctx, int nqueues, void **state_p)
+{
+    batch_state_t *s = convoy__calloc(ctx, 1, sizeof(*s) + (size_t)nqueues * sizeof(batch_queue_t),
+                                      "the batch scheduler");
+    if (s == NULL)
+        return CONVOY_ERR_NOMEM;
+    const convoy__params_t *p = &ctx->params;
+    s->lim = (convoy__batch_limits_t){
+        .max_tasks = (int)convoy__param_int(p, "batch_max_tasks"),
+        .max_wait_ns = (uint64_t)(convoy__param_double(p, "batch_max_wait_us") * 1000.0),
+        .max_copies = (int)convoy__param_int(p, "batch_max_copies"),
+        .max_bytes = (size_t)convoy__param_int(p, "batch_max_bytes"),
+        .split_bytes = (size_t)convoy__param_int(p, "batch_split_bytes"),
+    };
+    s->nqueues = nqueues;
+    for (int i = 0; i < nqueues; i++)
+        pthread_mutex_init(&s->q[i].lock, NULL);
+    *state_p = s;
+    return CONVOY_SUCCESS;
+}
+
+static void batch_fini(void *state)
+{
+    batch_state_t *s = state;
+    for (int i = 0; i < s->nqueues; i++) {
+        pthread_mutex_destroy(&s->q[i].lock);
+        free(s->q[i].lists);
+    }
+    free(s);
+}
+
+static void append(convoy__task_t **head, convoy__task_t **tail, convoy__task_t *t)
+{
+    t->next = NULL;
+    if (*tail != NULL)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
+static void batch_push(void *state, int queue, convoy__task_t *task)
+{
+    batch_queue_t *q = &((batch_state_t *)state)->q[queue];
+    int id = task->cls->id;
+    pthread_mutex_lock(&q->lock);
+    q->depth++;
+    if (!(task->cls->flags & CONVOY_CLASS_BATCHABLE)) {
+        append(&q->single_head, &q->single_tail, task);
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    if (id >= q->nlists) {
+        int n = CONVOY__MAX(2 * q->nlists, id + 8);
+        class_list_t *l = realloc(q->lists, (size_t)n * sizeof(*l));
+        if (l == NULL) {
+            /* Out of memory for the class table: the task still runs, alone. */
+            append(&q->single_head, &q->single_tail, task);
+            pthread_mutex_unlock(&q->lock);
+            return;
+        }
+        for (int i = q->nlists; i < n; i++)
+            l[i] = (class_list_t){0};
+        q->lists = l;
+        q->nlists = n;
+    }
+    class_list_t *cl = &q->lists[id];
+    append(&cl->head, &cl->tail, task);
+    cl->count++;
+    pthread_mutex_unlock(&q->lock);
+}
+
+static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
+                     uint64_t *deadline_ns_p)
+{
+    batch_state_t *s = state;
+    batch_queue_t *q = &s->q[queue];
+    int limit = CONVOY__MIN(max, s->lim.max_tasks);
+    uint64_t deadline = UINT64_MAX;
+    int n = 0;
+    pthread_mutex_lock(&q->lock);
+    /* The ring to leave: the class whose oldest task is oldest among those that are
+     * full or have waited long enough; a non-batchable task older than it goes first. */
+    class_list_t *pick = NULL;
+    for (int i = 0; i < q->nlists; i++) {
+        class_list_t *cl = &q->lists[i];
+        if (cl->head == NULL)
+            continue;
+        /* CPU workers (queue 0) move no data: a ring there never waits to fill. */
+        uint64_t closes = queue == 0 ? 0 : cl->head->t_ready_ns + s->lim.max_wait_ns;
+        if (cl->count >= limit || now_ns >= closes) {
+            if (pick == NULL || cl->head->t_ready_ns < pick->head->t_ready_ns)
+                pick = cl;
+        } else if (closes < deadline) {
+            deadline = closes;
+        }
+    }
+    convoy__task_t *single = q->single_head;
+    if (single != NULL && (pick == NULL || single->t_ready_ns <= pick->head->t_ready_ns)) {
+        q->single_head = single->next;
+        if (q->single_head == NULL)
+            q->single_tail = NULL;
+        ring[n++] = single;
+    } else if (pick != NULL) {
+        while (n < limit && pick->head != NULL) {
+            convoy__task_t *t = pick->head;
+            pick->head = t->next;
+            ring[n++] = t;
+        }
+        if (pick->head == NULL)
+            pick->tail = NULL;
+        pick->count -= n;
+    }
+    q->depth -= n;
+    pthread_mutex_unlock(&q->lock);
+    *deadline_ns_p = deadline;
+    return n;
+}
+
+static int batch_depth(void *state, int queue)
+{
+    batch_queue_t *q = &((batch_state_t *)state)->q[queue];
+    pthread_mutex_lock(&q->lock);
+    int d = q->depth;
+    pthread_mutex_unlock(&q->lock);
+    return d;
+}
+
+static void batch_plan(void *state, const convoy__device_t *dev, convoy__copy_t *copies, int n,
+                       convoy__plan_t *plan)
+{
+    convoy__batch_plan(&((batch_state_t *)state)->lim, dev, copies, n, plan);
+}
+
+const convoy__sched_component_t convoy__sched_batch = {
+    .name = "batch",
+    .priority = 20,
+    .doc = "rings of batchable tasks, fused bounded copies, large copies split out",
+    .params = convoy__batch_params,
+    .init = batch_init,
+    .fini = batch_fini,
+    .push = batch_push,
+    .pop = batch_pop,
+    .depth = batch_depth,
+    .plan = batch_plan,
+};

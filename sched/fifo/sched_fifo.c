@@ -1,0 +1,113 @@
+/*
+ * fifo: ready tasks in the order they became ready, one at a time, one copy per
+ * submission. This is what GPU task runtimes do today and the baseline every
+ * benchmark compares with.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "src/core.h"
+
+typedef struct fifo_queue {
+    pthread_mutex_t lock;
+    convoy__task_t *head, *tail;
+    int depth;
+} fifo_queue_t;
+
+typedef struct fifo_state {
+    int nqueues;
+    fifo_queue_t q[];
+} fifo_state_t;
+
+static convoy_status_t fifo_init(convoy_context_t *ctx, int nqueues, void **state_p)
+{
+    fifo_state_t *s = convoy__calloc(ctx, 1, sizeof(*s) + (size_t)nqueues * sizeof(fifo_queue_t),
+                                     "the fifo scheduler");
+    if (s == NULL)
+        return CONVOY_ERR_NOMEM;
+    s->nqueues = nqueues;
+    for (int i = 0; i < nqueues; i++)
+        pthread_mutex_init(&s->q[i].lock, NULL);
+    *state_p = s;
+    return CONVOY_SUCCESS;
+}
+
+static void fifo_fini(void *state)
+{
+    fifo_state_t *s = state;
+    for (int i = 0; i < s->nqueues; i++)
+        pthread_mutex_destroy(&s->q[i].lock);
+    free(s);
+}
+
+static void fifo_push(void *state, int queue, convoy__task_t *task)
+{
+    fifo_queue_t *q = &((fifo_state_t *)state)->q[queue];
+    task->next = NULL;
+    pthread_mutex_lock(&q->lock);
+    if (q->tail != NULL)
+        q->tail->next = task;
+    else
+        q->head = task;
+    q->tail = task;
+    q->depth++;
+    pthread_mutex_unlock(&q->lock);
+}
+
+static int fifo_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
+                    uint64_t *deadline_ns_p)
+{
+    (void)max;
+    (void)now_ns;
+    fifo_queue_t *q = &((fifo_state_t *)state)->q[queue];
+    pthread_mutex_lock(&q->lock);
+    convoy__task_t *t = q->head;
+    if (t != NULL) {
+        q->head = t->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+        q->depth--;
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (t == NULL) {
+        *deadline_ns_p = UINT64_MAX;
+        return 0;
+    }
+    ring[0] = t;
+    return 1;
+}
+
+static int fifo_depth(void *state, int queue)
+{
+    fifo_queue_t *q = &((fifo_state_t *)state)->q[queue];
+    pthread_mutex_lock(&q->lock);
+    int d = q->depth;
+    pthread_mutex_unlock(&q->lock);
+    return d;
+}
+
+/* One submission per copy, in the given order. */
+static void fifo_plan(void *state, const convoy__device_t *dev, convoy__copy_t *copies, int n,
+                      convoy__plan_t *plan)
+{
+    (void)state;
+    (void)dev;
+    for (int i = 0; i < n; i++)
+        plan->subs[i] = (convoy__submission_t){.first = i, .count = 1, .bytes = copies[i].bytes};
+    plan->nsubs = n;
+}
+
+const convoy__sched_component_t convoy__sched_fifo = {
+    .name = "fifo",
+    .priority = 10,
+    .doc = "baseline: one task at a time, one copy per flow",
+    .params = NULL,
+    .init = fifo_init,
+    .fini = fifo_fini,
+    .push = fifo_push,
+    .pop = fifo_pop,
+    .depth = fifo_depth,
+    .plan = fifo_plan,
+};

@@ -1,0 +1,66 @@
+/*
+ * The scheduler component interface. Internal to convoy.
+ *
+ * A scheduler owns the ready queues (queue 0 feeds the CPU workers, queue 1 + i the
+ * accelerator i), decides which ready tasks travel together as a ring, and plans how
+ * a stage's copies are grouped into submissions. It never blocks: the core wakes the
+ * queue's consumer after each push and sleeps until the deadline pop() reports.
+ * push() and pop() may be called from any thread; the component locks its own state.
+ */
+#ifndef CONVOY_SCHED_H
+#define CONVOY_SCHED_H
+
+#include <stdint.h>
+
+#include "convoy.h"
+#include "device/device.h"
+#include "src/param.h"
+
+typedef struct convoy__task convoy__task_t;
+
+/* One submission of a plan: copies[first .. first + count) of the planned array. */
+typedef struct convoy__submission {
+    int first;
+    int count;
+    size_t bytes;
+    int split; /* 1: a large copy sent alone (DESIGN.md: the latency-aware split) */
+} convoy__submission_t;
+
+typedef struct convoy__plan {
+    convoy__submission_t *subs; /* sized n by the caller: a plan never has more */
+    int nsubs;
+} convoy__plan_t;
+
+typedef struct convoy__sched_component {
+    const char *name;
+    int priority;
+    const char *doc;
+    const convoy__param_def_t *params; /* NULL-name terminated; may be NULL */
+
+    convoy_status_t (*init)(convoy_context_t *ctx, int nqueues, void **state_p);
+    void (*fini)(void *state); /* the queues are empty by then */
+
+    /* A task became ready for queue. */
+    void (*push)(void *state, int queue, convoy__task_t *task);
+    /*
+     * Take up to max tasks that travel together into ring and return how many. Returns
+     * 0 when none should leave now; then *deadline_ns_p is the CLOCK_MONOTONIC time at
+     * which a ring being collected closes (UINT64_MAX: wait for a push).
+     */
+    int (*pop)(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
+               uint64_t *deadline_ns_p);
+    /* Tasks waiting in queue (for the trace and idle checks). */
+    int (*depth)(void *state, int queue);
+
+    /*
+     * Plan one stage's copies (n >= 1) for a device: reorder copies in place and
+     * describe the submissions, in the order they are to be issued, in plan.
+     */
+    void (*plan)(void *state, const convoy__device_t *dev, convoy__copy_t *copies, int n,
+                 convoy__plan_t *plan);
+} convoy__sched_component_t;
+
+extern const convoy__sched_component_t convoy__sched_fifo;
+extern const convoy__sched_component_t convoy__sched_batch;
+
+#endif /* CONVOY_SCHED_H */

@@ -1,0 +1,183 @@
+/*
+ * Components: the registry of schedulers and devices, and their selection at init.
+ * Every decision is logged at level 'info' so that CONVOY_VERBOSE=info shows why a
+ * component was or was not used.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core.h"
+
+extern const convoy__device_component_t convoy__device_host;
+extern const convoy__device_component_t convoy__device_sim;
+#if CONVOY_HAVE_CUDA
+extern const convoy__device_component_t convoy__device_cuda;
+#endif
+#if CONVOY_HAVE_HIP
+extern const convoy__device_component_t convoy__device_hip;
+#endif
+
+const convoy__sched_component_t *const convoy__sched_components[] = {
+    &convoy__sched_fifo,
+    &convoy__sched_batch,
+    NULL,
+};
+
+/* Accelerators first, by preference; host last. */
+const convoy__device_component_t *const convoy__device_components[] = {
+#if CONVOY_HAVE_CUDA
+    &convoy__device_cuda,
+#endif
+#if CONVOY_HAVE_HIP
+    &convoy__device_hip,
+#endif
+    &convoy__device_sim,  &convoy__device_host, NULL,
+};
+
+/* "fifo, batch" */
+static void list_names(int sched, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0;; i++) {
+        const char *name =
+            sched ? (convoy__sched_components[i] ? convoy__sched_components[i]->name : NULL)
+                  : (convoy__device_components[i] ? convoy__device_components[i]->name : NULL);
+        if (name == NULL || o + 1 >= len)
+            break;
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", i > 0 ? ", " : "", name);
+    }
+}
+
+convoy_status_t convoy__select_sched(convoy_context_t *ctx)
+{
+    const char *want = convoy__param_str(&ctx->params, "sched");
+    for (int i = 0; convoy__sched_components[i] != NULL; i++) {
+        if (strcmp(convoy__sched_components[i]->name, want) == 0) {
+            ctx->sched = convoy__sched_components[i];
+            convoy__log_info("scheduler %s selected", want);
+            return CONVOY_SUCCESS;
+        }
+    }
+    char names[256];
+    list_names(1, names, sizeof(names));
+    return convoy__error(NULL, CONVOY_ERR_NOT_FOUND,
+                         "unknown scheduler '%s' (parameter 'sched'); the schedulers are: %s", want,
+                         names);
+}
+
+static const convoy__device_component_t *find_device(const char *name, size_t len)
+{
+    for (int i = 0; convoy__device_components[i] != NULL; i++)
+        if (strlen(convoy__device_components[i]->name) == len &&
+            strncmp(convoy__device_components[i]->name, name, len) == 0)
+            return convoy__device_components[i];
+    return NULL;
+}
+
+/* Open every device of one accelerator component. */
+static convoy_status_t open_component(convoy_context_t *ctx, const convoy__device_component_t *c,
+                                      int count)
+{
+    for (int k = 0; k < count; k++) {
+        if (ctx->naccel == CONVOY__MAX_ACCEL) {
+            convoy__log_warn("more than %d accelerators: %s%d and later are not used",
+                             CONVOY__MAX_ACCEL, c->name, k);
+            break;
+        }
+        convoy__device_t *dev;
+        convoy_status_t st = c->open(ctx, k, ctx->naccel, &dev);
+        if (st != CONVOY_SUCCESS)
+            return st;
+        ctx->accel[ctx->naccel++] = dev;
+        convoy__log_info("device %s opened", dev->name);
+    }
+    if (c->host_mem != NULL && ctx->host_mem == NULL)
+        ctx->host_mem = c->host_mem;
+    return CONVOY_SUCCESS;
+}
+
+convoy_status_t convoy__select_devices(convoy_context_t *ctx)
+{
+    const char *spec = convoy__param_str(&ctx->params, "devices");
+    int n = 0;
+    for (int i = 0; convoy__device_components[i] != NULL; i++)
+        n++;
+    char names[256];
+    list_names(0, names, sizeof(names));
+    /* wanted[i]: 1 asked for explicitly, 0 not asked for, -1 excluded. */
+    int *wanted = calloc((size_t)n, sizeof(int));
+    if (wanted == NULL)
+        return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory");
+    int explicit_list = 0, auto_mode = strcmp(spec, "auto") == 0 || spec[0] == '\0';
+    convoy_status_t st = CONVOY_SUCCESS;
+    for (const char *p = spec; !auto_mode && *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        if (len == 0) { /* "sim," and ",sim": an empty item names nothing */
+            p++;
+            continue;
+        }
+        int exclude = p[0] == '^';
+        const char *name = p + exclude;
+        size_t nl = len - (size_t)exclude;
+        const convoy__device_component_t *c = find_device(name, nl);
+        if (c == NULL) {
+            st = convoy__error(NULL, CONVOY_ERR_NOT_FOUND,
+                               "unknown device '%.*s' (parameter 'devices' = '%s'); the devices "
+                               "are: %s",
+                               (int)nl, name, spec, names);
+            goto out;
+        }
+        for (int i = 0; i < n; i++)
+            if (convoy__device_components[i] == c)
+                wanted[i] = exclude ? -1 : 1;
+        explicit_list |= !exclude;
+        p += len + (p[len] == ',');
+    }
+
+    int real_accel = 0;
+    for (int i = 0; i < n; i++) {
+        const convoy__device_component_t *c = convoy__device_components[i];
+        if (c->kind == CONVOY_DEVICE_CPU || wanted[i] < 0)
+            continue;
+        int sim = c->kind == CONVOY_DEVICE_SIM;
+        /* Without an explicit list, every real accelerator is used and sim only when
+         * there is none; with a list, exactly what it names. */
+        int asked = explicit_list ? wanted[i] > 0 : !sim;
+        if (!asked && !(sim && !explicit_list))
+            continue;
+        if (sim && !explicit_list && real_accel > 0)
+            continue;
+        char why[256] = "";
+        int count = c->query(ctx, why, sizeof(why));
+        if (count <= 0) {
+            if (explicit_list) {
+                st = convoy__error(NULL, CONVOY_ERR_UNAVAILABLE,
+                                   "device '%s' was asked for but cannot start: %s", c->name, why);
+                goto out;
+            }
+            convoy__log_info("device %s not used: %s", c->name, why);
+            continue;
+        }
+        if ((st = open_component(ctx, c, count)) != CONVOY_SUCCESS)
+            goto out;
+        if (!sim)
+            real_accel += count;
+    }
+    ctx->use_cpu_only = ctx->naccel == 0;
+out:
+    free(wanted);
+    return st;
+}
+
+void convoy__close_devices(convoy_context_t *ctx)
+{
+    for (int i = ctx->naccel - 1; i >= 0; i--) {
+        ctx->accel[i]->component->close(ctx->accel[i]);
+        ctx->accel[i] = NULL;
+    }
+    ctx->naccel = 0;
+}

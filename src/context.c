@@ -1,0 +1,209 @@
+/*
+ * Context: init and fini.
+ */
+#include "config.h"
+
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/pipeline.h"
+#include "src/context.h"
+#include "src/core.h"
+
+const convoy__params_t *convoy__ctx_params(const convoy_context_t *ctx)
+{
+    return &ctx->params;
+}
+
+int convoy__ctx_accel_count(const convoy_context_t *ctx)
+{
+    return ctx->naccel;
+}
+
+convoy__device_t *convoy__ctx_accel(const convoy_context_t *ctx, int index)
+{
+    return index >= 0 && index < ctx->naccel ? ctx->accel[index] : NULL;
+}
+
+static int level_of(const char *name)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return CONVOY__LOG_WARN;
+}
+
+/* Everything convoy_init made, in reverse; safe on a partly built context. */
+static void context_destroy(convoy_context_t *ctx)
+{
+    convoy__workers_stop(ctx);
+    for (int i = 0; i < ctx->naccel; i++)
+        convoy__pipeline_stop(ctx->accel[i]);
+    /* Data handles still alive: drop their device copies, then the handles. */
+    while (ctx->data_list != NULL)
+        convoy_data_free(ctx->data_list);
+    for (int i = 0; i < ctx->naccel; i++)
+        convoy__pipeline_destroy(ctx->accel[i]);
+    convoy__close_devices(ctx);
+    if (ctx->sched != NULL && ctx->sched_state != NULL)
+        ctx->sched->fini(ctx->sched_state);
+    for (int i = 0; i < ctx->nclasses; i++) {
+        free(ctx->classes[i]->name);
+        free(ctx->classes[i]);
+    }
+    free(ctx->classes);
+    convoy__hostmem_fini(ctx);
+    if (ctx->qwait != NULL) {
+        for (int q = 0; q < ctx->nqueues; q++) {
+            pthread_mutex_destroy(&ctx->qwait[q].lock);
+            pthread_cond_destroy(&ctx->qwait[q].cond);
+        }
+        free(ctx->qwait);
+    }
+    if (ctx->topology != NULL)
+        hwloc_topology_destroy((hwloc_topology_t)ctx->topology);
+    convoy__params_free(&ctx->params);
+    pthread_mutex_destroy(&ctx->insert_lock);
+    pthread_mutex_destroy(&ctx->done_lock);
+    pthread_cond_destroy(&ctx->done_cond);
+    pthread_mutex_destroy(&ctx->error_lock);
+    pthread_mutex_destroy(&ctx->data_lock);
+    free(ctx);
+}
+
+static convoy_status_t init_queues(convoy_context_t *ctx)
+{
+    ctx->nqueues = 1 + ctx->naccel;
+    ctx->qwait = convoy__calloc(ctx, (size_t)ctx->nqueues, sizeof(*ctx->qwait), "queues");
+    if (ctx->qwait == NULL)
+        return CONVOY_ERR_NOMEM;
+    for (int q = 0; q < ctx->nqueues; q++) {
+        pthread_mutex_init(&ctx->qwait[q].lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&ctx->qwait[q].cond, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    return ctx->sched->init(ctx, ctx->nqueues, &ctx->sched_state);
+}
+
+convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
+{
+    if (ctx_p == NULL)
+        return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_init: ctx_p is NULL");
+    convoy_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory for the context");
+    pthread_mutex_init(&ctx->insert_lock, NULL);
+    pthread_mutex_init(&ctx->done_lock, NULL);
+    pthread_cond_init(&ctx->done_cond, NULL);
+    pthread_mutex_init(&ctx->error_lock, NULL);
+    pthread_mutex_init(&ctx->data_lock, NULL);
+    snprintf(ctx->error, sizeof(ctx->error), "no error");
+
+    convoy_status_t st = convoy__params_load(&ctx->params, argc, argv);
+    if (st != CONVOY_SUCCESS)
+        goto err;
+    convoy__log_threshold = level_of(convoy__param_str(&ctx->params, "verbose"));
+
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+        st = convoy__error(NULL, CONVOY_ERR_UNAVAILABLE, "hwloc could not read the topology");
+        goto err;
+    }
+    ctx->topology = topo;
+
+    const char *trace_path = convoy__param_str(&ctx->params, "trace");
+    if (trace_path[0] != '\0') {
+        st = convoy__trace_open(ctx, trace_path,
+                                (int)convoy__param_int(&ctx->params, "trace_flows"), &ctx->trace);
+        if (st != CONVOY_SUCCESS)
+            goto err;
+    }
+    if ((st = convoy__select_sched(ctx)) != CONVOY_SUCCESS)
+        goto err;
+    if ((st = convoy__select_devices(ctx)) != CONVOY_SUCCESS)
+        goto err;
+    if ((st = init_queues(ctx)) != CONVOY_SUCCESS)
+        goto err;
+    for (int i = 0; i < ctx->naccel; i++)
+        if ((st = convoy__pipeline_start(ctx->accel[i])) != CONVOY_SUCCESS)
+            goto err;
+    if ((st = convoy__workers_start(ctx)) != CONVOY_SUCCESS)
+        goto err;
+    convoy__log_info("started: scheduler %s, %d CPU workers, %d accelerators", ctx->sched->name,
+                     ctx->nworkers, ctx->naccel);
+    *ctx_p = ctx;
+    return CONVOY_SUCCESS;
+
+err : {
+    /* Keep the message through the teardown, which may record errors of its own. */
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
+    convoy__trace_t *trace = ctx->trace;
+    ctx->trace = NULL;
+    context_destroy(ctx);
+    if (trace != NULL)
+        convoy__trace_discard(trace);
+    convoy__log_error("convoy_init failed: %s", msg);
+    return convoy__error(NULL, st, "%s", msg);
+}
+}
+
+void convoy_fini(convoy_context_t *ctx)
+{
+    if (ctx == NULL)
+        return;
+    if (convoy_wait(ctx) != CONVOY_SUCCESS)
+        convoy__log_warn("convoy_fini: %s", ctx->error);
+    convoy__trace_t *trace = ctx->trace;
+    context_destroy(ctx);
+    /* Written last so that teardown events are in; the context is gone, so errors go to
+     * the log only. */
+    if (trace != NULL && convoy__trace_close(trace) != CONVOY_SUCCESS)
+        convoy__log_error("%s", convoy_last_error(NULL));
+}
+
+void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *s)
+{
+    if (s == NULL)
+        return;
+    memset(s, 0, sizeof(*s));
+    if (ctx == NULL)
+        return;
+    const convoy__stats_atomic_t *a = &ctx->stats;
+    s->tasks_inserted = a->tasks_inserted;
+    s->tasks_completed = a->tasks_completed;
+    s->tasks_failed = a->tasks_failed;
+    s->tasks_cancelled = a->tasks_cancelled;
+    s->rings = a->rings;
+    s->launches = a->launches;
+    s->h2d_submissions = a->h2d_submissions;
+    s->h2d_copies = a->h2d_copies;
+    s->h2d_bytes = a->h2d_bytes;
+    s->d2h_submissions = a->d2h_submissions;
+    s->d2h_copies = a->d2h_copies;
+    s->d2h_bytes = a->d2h_bytes;
+    s->split_copies = a->split_copies;
+    s->retried_copies = a->retried_copies;
+    s->evictions = a->evictions;
+}
+
+const char *convoy_sched_name(const convoy_context_t *ctx)
+{
+    return ctx != NULL ? ctx->sched->name : NULL;
+}
+
+int convoy_accel_count(const convoy_context_t *ctx)
+{
+    return ctx != NULL ? ctx->naccel : 0;
+}
+
+const char *convoy_accel_name(const convoy_context_t *ctx, int index)
+{
+    return ctx != NULL && index >= 0 && index < ctx->naccel ? ctx->accel[index]->name : NULL;
+}

@@ -1,0 +1,204 @@
+/*
+ * The core objects: context, task classes, data handles and tasks. Internal to convoy.
+ *
+ * Threads: the program's threads insert tasks and wait; CPU workers run CPU chores;
+ * each accelerator has one progress thread (device/pipeline.c). Insertion is
+ * serialised by ctx->insert_lock, which also guards every datum's dependency state
+ * (last writer, readers). A task's successor list is guarded by its own small lock.
+ */
+#ifndef CONVOY_CORE_H
+#define CONVOY_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "convoy.h"
+#include "device/device.h"
+#include "sched/sched.h"
+#include "src/param.h"
+#include "src/trace.h"
+#include "src/util.h"
+
+#define CONVOY__MAX_ACCEL 16
+#define CONVOY__TASK_INLINE_ARGS 32 /* argument bytes stored inside the task */
+#define CONVOY__TASK_INLINE_SUCC 3  /* successors stored inside the task */
+
+struct convoy_class {
+    convoy_context_t *ctx;
+    char *name;
+    int nflows;
+    unsigned flags;
+    int id; /* index in ctx->classes */
+    convoy_access_t modes[CONVOY_MAX_FLOWS];
+    convoy_chore_fn chore[CONVOY_DEVICE_KIND_COUNT];
+    convoy_batch_chore_fn batch_chore[CONVOY_DEVICE_KIND_COUNT];
+};
+
+struct convoy__devcopy; /* a datum's copy on one accelerator: device/devmem.c */
+
+struct convoy_data {
+    convoy_context_t *ctx;
+    void *host;
+    size_t bytes;
+    int host_pinned; /* detected once, at creation */
+    uint64_t id;
+    /* Dependency state, under ctx->insert_lock. */
+    convoy__task_t *last_writer; /* referenced (refs) while stored here */
+    convoy__task_t **readers;    /* readers since last_writer, referenced */
+    int nreaders, readers_cap;
+    /* Coherence: the newest version is always on the host once its writer has
+     * completed (pushout is part of every device task: see doc/design.md). */
+    _Atomic uint64_t version;
+    atomic_int failed_writes; /* writers that failed since the last acquire */
+    atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it, 0: host */
+    struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
+    atomic_int refs;                                /* the user's + one per devcopy */
+    struct convoy_data *prev, *next;                /* ctx->data_list, under data_lock */
+};
+
+/* Task states. */
+enum {
+    CONVOY__TASK_PENDING = 0, /* waiting for predecessors */
+    CONVOY__TASK_READY,       /* handed to the scheduler */
+    CONVOY__TASK_RUNNING,     /* taken by a worker or an accelerator */
+    CONVOY__TASK_DONE,        /* completed, failed or cancelled: successors released */
+};
+
+/* Task outcome. */
+enum {
+    CONVOY__OK = 0,
+    CONVOY__FAILED = 1,
+    CONVOY__CANCELLED = 2,
+};
+
+struct convoy__task {
+    convoy_class_t *cls;
+    uint64_t id;
+    atomic_int pending; /* predecessors not done, +1 while being inserted */
+    atomic_int refs;    /* one for the runtime until done, one per datum that stores it */
+    atomic_int lock;    /* guards state and the successor list */
+    atomic_int cancel;  /* a predecessor failed or was cancelled */
+    uint8_t state;
+    uint8_t outcome;
+    int16_t queue;        /* 0: CPU workers, 1 + i: accelerator i */
+    int64_t ring_id;      /* the ring it travelled in, -1 before */
+    uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
+    convoy__task_t *next; /* queue link, owned by the queue's holder */
+    int nsucc, succ_cap;
+    convoy__task_t **succ; /* succ_inline or a heap array */
+    convoy__task_t *succ_inline[CONVOY__TASK_INLINE_SUCC];
+    void *args; /* inline_args or a heap copy */
+    size_t args_size;
+    uint64_t t_insert_ns;    /* for the trace and latency figures */
+    uint64_t t_ready_ns;     /* when it became ready: ring collection closes on the oldest */
+    convoy_task_view_t view; /* what chores see; flows/flow_bytes point below */
+    unsigned char inline_args[CONVOY__TASK_INLINE_ARGS];
+    /* Followed by: convoy_data_t *data[nflows]; void *ptr[nflows]; size_t bytes[nflows]. */
+    convoy_data_t *data[];
+};
+
+static inline void **convoy__task_ptrs(convoy__task_t *t)
+{
+    return (void **)&t->data[t->cls->nflows];
+}
+static inline size_t *convoy__task_bytes(convoy__task_t *t)
+{
+    return (size_t *)&t->data[2 * t->cls->nflows];
+}
+
+/* Per-queue wake-up: the consumer sleeps here; the core signals after each push. */
+typedef struct convoy__queue_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint64_t pushes; /* bumped under lock by each push */
+    int sleepers;
+} convoy__queue_wait_t;
+
+typedef struct convoy__stats_atomic {
+    _Atomic uint64_t tasks_inserted, tasks_completed, tasks_failed, tasks_cancelled;
+    _Atomic uint64_t rings, launches;
+    _Atomic uint64_t h2d_submissions, h2d_copies, h2d_bytes;
+    _Atomic uint64_t d2h_submissions, d2h_copies, d2h_bytes;
+    _Atomic uint64_t split_copies, retried_copies, evictions;
+} convoy__stats_atomic_t;
+
+struct convoy_context {
+    convoy__params_t params;
+
+    const convoy__sched_component_t *sched;
+    void *sched_state;
+    int nqueues; /* 1 + naccel */
+    convoy__queue_wait_t *qwait;
+
+    int naccel;
+    convoy__device_t *accel[CONVOY__MAX_ACCEL];
+    const convoy__host_mem_ops_t *host_mem; /* pinned memory services, or NULL */
+    int use_cpu_only;                       /* devices=host */
+
+    void *topology; /* hwloc_topology_t */
+    int nworkers;
+    pthread_t *workers;
+    atomic_int stopping;
+
+    pthread_mutex_t insert_lock;
+    uint64_t next_task_id;
+    uint64_t next_data_id;
+
+    _Atomic int64_t inflight; /* inserted and not yet done */
+    pthread_mutex_t done_lock;
+    pthread_cond_t done_cond;
+    atomic_int done_waiters; /* threads sleeping on done_cond */
+
+    pthread_mutex_t error_lock;
+    char error[1024];
+    char first_failure[1024]; /* the first task failure since the last wait */
+    uint64_t failures_since_wait, cancels_since_wait;
+    _Atomic uint64_t fail_epoch; /* bumped by each convoy_wait: failures it reported stop
+                                    cancelling tasks inserted after it */
+
+    pthread_mutex_t data_lock;
+    convoy_data_t *data_list;
+    convoy_class_t **classes;
+    int nclasses, classes_cap;
+    struct convoy__hostmem *hostmem; /* plain allocations tracked for fini */
+
+    _Atomic int64_t next_ring_id;
+    convoy__stats_atomic_t stats;
+    convoy__trace_t *trace; /* NULL when tracing is off */
+};
+
+/* Task life cycle (src/task.c). */
+/* The task has run: record its outcome (CONVOY__OK/FAILED), release its successors,
+ * drop its references. msg describes a failure (may be NULL). */
+void convoy__task_complete(convoy__task_t *task, int outcome, const char *msg);
+/* Release a successor whose predecessor is done. */
+void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
+void convoy__task_unref(convoy__task_t *task);
+const char *convoy__task_name(const convoy__task_t *task, char *buf, size_t len);
+
+/* Queues (src/worker.c): push to the scheduler and wake the consumer. */
+void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task);
+/* Wait on a queue's wake-up until a push newer than seen, or deadline_ns. */
+void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns);
+uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
+void convoy__queue_wake(convoy_context_t *ctx, int queue);
+
+convoy_status_t convoy__workers_start(convoy_context_t *ctx);
+void convoy__workers_stop(convoy_context_t *ctx);
+
+/* Data (src/data.c). */
+void convoy__data_unref(convoy_data_t *data);
+
+/* Components (src/component.c). */
+extern const convoy__sched_component_t *const convoy__sched_components[];
+extern const convoy__device_component_t *const convoy__device_components[];
+convoy_status_t convoy__select_sched(convoy_context_t *ctx);
+convoy_status_t convoy__select_devices(convoy_context_t *ctx);
+void convoy__close_devices(convoy_context_t *ctx);
+
+/* Host memory (src/hostmem.c). */
+void convoy__hostmem_fini(convoy_context_t *ctx);
+int convoy__host_is_pinned(convoy_context_t *ctx, const void *ptr, size_t bytes);
+
+#endif /* CONVOY_CORE_H */

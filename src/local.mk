@@ -1,0 +1,21 @@
+# src/: the core (context, parameters, components, classes, tasks, data, workers, trace).
+
+libconvoy_internal_la_SOURCES += \
+	src/util.c \
+	src/param.c \
+	src/param_core.c \
+	src/component.c \
+	src/context.c \
+	src/class.c \
+	src/data.c \
+	src/task.c \
+	src/worker.c \
+	src/hostmem.c \
+	src/trace.c
+
+noinst_HEADERS += \
+	src/util.h \
+	src/param.h \
+	src/context.h \
+	src/core.h \
+	src/trace.h

@@ -1,0 +1,447 @@
+/*
+ * Tasks: insertion with dependency inference, readiness, completion.
+ *
+ * Dependencies come from each flow's access mode in insertion order: a reader waits for
+ * the datum's last writer; a writer waits for the last writer and every reader since.
+ * A task's `pending` counts the predecessors not yet done plus one guard held during
+ * insertion, so a task cannot become ready while its edges are still being added.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/pipeline.h"
+#include "src/core.h"
+
+static int task_state(const convoy__task_t *t)
+{
+    return __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+}
+
+static inline void task_lock(convoy__task_t *t)
+{
+    while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire) != 0) {
+        while (atomic_load_explicit(&t->lock, memory_order_relaxed) != 0) {
+        }
+    }
+}
+
+static inline void task_unlock(convoy__task_t *t)
+{
+    atomic_store_explicit(&t->lock, 0, memory_order_release);
+}
+
+const char *convoy__task_name(const convoy__task_t *t, char *buf, size_t len)
+{
+    snprintf(buf, len, "task %llu (class '%s')", (unsigned long long)t->id, t->cls->name);
+    return buf;
+}
+
+void convoy__task_unref(convoy__task_t *t)
+{
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (t->succ != t->succ_inline)
+        free(t->succ);
+    if (t->args != t->inline_args)
+        free(t->args);
+    free(t);
+}
+
+/* Make succ wait for pred unless pred is done. A predecessor that failed or was
+ * cancelled, and whose failure no convoy_wait has reported yet, cancels succ. */
+static void add_dependency(convoy_context_t *ctx, convoy__task_t *pred, convoy__task_t *succ)
+{
+    if (pred == succ)
+        return;
+    task_lock(pred);
+    if (task_state(pred) == CONVOY__TASK_DONE) {
+        task_unlock(pred);
+        if (pred->outcome != CONVOY__OK && pred->fail_epoch == ctx->fail_epoch)
+            atomic_store(&succ->cancel, 1);
+        return;
+    }
+    if (pred->nsucc == pred->succ_cap) {
+        int cap = 2 * pred->succ_cap;
+        convoy__task_t **s = malloc((size_t)cap * sizeof(*s));
+        if (s == NULL) {
+            /* Without room for the edge, run succ after pred by waiting here: slow but
+             * right, and only when the host is out of memory. */
+            task_unlock(pred);
+            convoy__log_warn("out of memory for a dependency edge; waiting for task %llu",
+                             (unsigned long long)pred->id);
+            while (task_state(pred) != CONVOY__TASK_DONE)
+                convoy__sleep_until_ns(convoy__now_ns() + 100000);
+            return;
+        }
+        memcpy(s, pred->succ, (size_t)pred->nsucc * sizeof(*s));
+        if (pred->succ != pred->succ_inline)
+            free(pred->succ);
+        pred->succ = s;
+        pred->succ_cap = cap;
+    }
+    pred->succ[pred->nsucc++] = succ;
+    atomic_fetch_add_explicit(&succ->pending, 1, memory_order_relaxed);
+    task_unlock(pred);
+}
+
+static int add_reader(convoy_data_t *d, convoy__task_t *t)
+{
+    if (d->nreaders == d->readers_cap) {
+        /* Forget readers that are done before growing: a datum read by a long stream of
+         * tasks keeps only the ones still running. */
+        int k = 0;
+        for (int i = 0; i < d->nreaders; i++) {
+            if (task_state(d->readers[i]) == CONVOY__TASK_DONE &&
+                d->readers[i]->outcome == CONVOY__OK)
+                convoy__task_unref(d->readers[i]);
+            else
+                d->readers[k++] = d->readers[i];
+        }
+        d->nreaders = k;
+    }
+    if (d->nreaders == d->readers_cap) {
+        int cap = d->readers_cap ? 2 * d->readers_cap : 4;
+        convoy__task_t **r = realloc(d->readers, (size_t)cap * sizeof(*r));
+        if (r == NULL)
+            return -1;
+        d->readers = r;
+        d->readers_cap = cap;
+    }
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    d->readers[d->nreaders++] = t;
+    return 0;
+}
+
+/* Under ctx->insert_lock: wire t's dependencies through one flow. */
+static convoy_status_t track_flow(convoy_context_t *ctx, convoy__task_t *t, convoy_data_t *d,
+                                  convoy_access_t mode)
+{
+    if (d->last_writer != NULL)
+        add_dependency(ctx, d->last_writer, t);
+    if (!(mode & CONVOY_WRITE))
+        return add_reader(d, t) == 0
+                   ? CONVOY_SUCCESS
+                   : convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a reader list");
+    for (int i = 0; i < d->nreaders; i++) {
+        add_dependency(ctx, d->readers[i], t);
+        convoy__task_unref(d->readers[i]);
+    }
+    d->nreaders = 0;
+    if (d->last_writer != t) {
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+        if (d->last_writer != NULL)
+            convoy__task_unref(d->last_writer);
+        d->last_writer = t;
+    }
+    return CONVOY_SUCCESS;
+}
+
+/* Which device kinds could run the class here: a short list for error messages. */
+static int runnable_here(const convoy_context_t *ctx, const convoy_class_t *cls)
+{
+    if (cls->chore[CONVOY_DEVICE_CPU] != NULL || cls->batch_chore[CONVOY_DEVICE_CPU] != NULL)
+        return 1;
+    for (int i = 0; i < ctx->naccel; i++) {
+        convoy_device_kind_t k = ctx->accel[i]->kind;
+        if (cls->chore[k] != NULL || cls->batch_chore[k] != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+static convoy_status_t check_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                    size_t args_size, convoy_data_t *const *flows)
+{
+    if (ctx == NULL)
+        return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_task_insert: ctx is NULL");
+    if (cls == NULL)
+        return convoy__error(ctx, CONVOY_ERR_INVALID, "convoy_task_insert: cls is NULL");
+    if (cls->ctx != ctx)
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_task_insert: class '%s' belongs to another context",
+                             cls->name);
+    if (args_size > 0 && args == NULL)
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_task_insert(%s): args is NULL but args_size is %zu", cls->name,
+                             args_size);
+    if (flows == NULL)
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_task_insert(%s): flows is NULL; the class has %d flows",
+                             cls->name, cls->nflows);
+    for (int i = 0; i < cls->nflows; i++) {
+        if (flows[i] == NULL)
+            return convoy__error(ctx, CONVOY_ERR_INVALID,
+                                 "convoy_task_insert(%s): flow %d of %d is NULL", cls->name, i,
+                                 cls->nflows);
+        if (flows[i]->ctx != ctx)
+            return convoy__error(ctx, CONVOY_ERR_INVALID,
+                                 "convoy_task_insert(%s): flow %d is a datum of another context",
+                                 cls->name, i);
+    }
+    if (!runnable_here(ctx, cls)) {
+        char devs[256];
+        size_t o = (size_t)snprintf(devs, sizeof(devs), "cpu");
+        for (int i = 0; i < ctx->naccel && o < sizeof(devs); i++)
+            o += (size_t)snprintf(devs + o, sizeof(devs) - o, ", %s", ctx->accel[i]->name);
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_task_insert: class '%s' has no chore for any device in use "
+                             "(%s)",
+                             cls->name, devs);
+    }
+    return CONVOY_SUCCESS;
+}
+
+convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                   size_t args_size, convoy_data_t *const *flows)
+{
+    convoy_status_t st = check_insert(ctx, cls, args, args_size, flows);
+    if (st != CONVOY_SUCCESS)
+        return st;
+    int n = cls->nflows;
+    convoy__task_t *t = malloc(
+        sizeof(*t) + (size_t)n * (sizeof(convoy_data_t *) + sizeof(void *) + sizeof(size_t)));
+    if (t == NULL)
+        return convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a task of class %s",
+                             cls->name);
+    memset(t, 0, sizeof(*t));
+    t->cls = cls;
+    atomic_init(&t->pending, 1);
+    atomic_init(&t->refs, 1);
+    t->ring_id = -1;
+    t->succ = t->succ_inline;
+    t->succ_cap = CONVOY__TASK_INLINE_SUCC;
+    t->args_size = args_size;
+    t->args = t->inline_args;
+    if (args_size > CONVOY__TASK_INLINE_ARGS) {
+        t->args = malloc(args_size);
+        if (t->args == NULL) {
+            free(t);
+            return convoy__error(ctx, CONVOY_ERR_NOMEM,
+                                 "out of memory for %zu argument bytes of class %s", args_size,
+                                 cls->name);
+        }
+    }
+    if (args_size > 0)
+        memcpy(t->args, args, args_size);
+    void **ptrs = convoy__task_ptrs(t);
+    size_t *bytes = convoy__task_bytes(t);
+    for (int i = 0; i < n; i++) {
+        t->data[i] = flows[i];
+        ptrs[i] = flows[i]->host;
+        bytes[i] = flows[i]->bytes;
+    }
+    t->view = (convoy_task_view_t){
+        .flows = ptrs, .flow_bytes = bytes, .nflows = n, .args = t->args, .args_size = args_size};
+    t->t_insert_ns = convoy__now_ns();
+
+    pthread_mutex_lock(&ctx->insert_lock);
+    t->id = ctx->next_task_id++;
+    t->view.task_id = t->id;
+    for (int i = 0; i < n && st == CONVOY_SUCCESS; i++)
+        st = track_flow(ctx, t, flows[i], cls->modes[i]);
+    atomic_fetch_add(&ctx->inflight, 1);
+    pthread_mutex_unlock(&ctx->insert_lock);
+    atomic_fetch_add_explicit(&ctx->stats.tasks_inserted, 1, memory_order_relaxed);
+    if (ctx->trace != NULL)
+        convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                                .stage = CONVOY__STEP_INSERTED,
+                                                                .ts_ns = t->t_insert_ns,
+                                                                .task_id = t->id,
+                                                                .ring_id = -1,
+                                                                .name = cls->name});
+    if (st != CONVOY_SUCCESS) {
+        /* Some edges exist: the task must still pass through completion, as a failure,
+         * so that its successors and readers are released. */
+        atomic_store(&t->cancel, 1);
+        convoy__log_error("%s", convoy_last_error(ctx));
+    }
+    if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1)
+        convoy__task_make_ready(ctx, t);
+    return st;
+}
+
+/* Pick the accelerator for a task, or 0 (the CPUs): the device holding the most of its
+ * bytes, then the least loaded. */
+static int choose_queue(convoy_context_t *ctx, convoy__task_t *t)
+{
+    const convoy_class_t *cls = t->cls;
+    int best = 0;
+    uint64_t best_bytes = 0;
+    int64_t best_load = INT64_MAX;
+    for (int i = 0; i < ctx->naccel; i++) {
+        convoy_device_kind_t k = ctx->accel[i]->kind;
+        if (cls->chore[k] == NULL && cls->batch_chore[k] == NULL)
+            continue;
+        uint64_t here = 0;
+        for (int f = 0; f < cls->nflows; f++)
+            if (atomic_load_explicit(&t->data[f]->home_hint, memory_order_relaxed) == i + 1)
+                here += t->data[f]->bytes;
+        int64_t load = convoy__pipeline_load(ctx->accel[i]);
+        if (best == 0 || here > best_bytes || (here == best_bytes && load < best_load)) {
+            best = i + 1;
+            best_bytes = here;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
+static void record_failure(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg)
+{
+    char name[160];
+    pthread_mutex_lock(&ctx->error_lock);
+    if (outcome == CONVOY__FAILED) {
+        if (ctx->failures_since_wait++ == 0)
+            snprintf(ctx->first_failure, sizeof(ctx->first_failure), "%s failed: %s",
+                     convoy__task_name(t, name, sizeof(name)), msg ? msg : "no reason given");
+    } else {
+        ctx->cancels_since_wait++;
+    }
+    t->fail_epoch = ctx->fail_epoch;
+    pthread_mutex_unlock(&ctx->error_lock);
+    if (outcome == CONVOY__FAILED)
+        convoy__log_warn("%s failed: %s", convoy__task_name(t, name, sizeof(name)),
+                         msg ? msg : "no reason given");
+}
+
+/* Complete one task; successors that become ready are pushed, and those that must be
+ * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
+ * so a long chain of cancellations does not recurse. */
+static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg,
+                         convoy__task_t **cancel_list)
+{
+    const convoy_class_t *cls = t->cls;
+    for (int i = 0; i < cls->nflows; i++) {
+        if (!(cls->modes[i] & CONVOY_WRITE))
+            continue;
+        convoy_data_t *d = t->data[i];
+        int seen = 0; /* a datum written through two flows changes version once */
+        for (int j = 0; j < i && !seen; j++)
+            seen = t->data[j] == d && (cls->modes[j] & CONVOY_WRITE);
+        if (seen)
+            continue;
+        if (outcome == CONVOY__OK)
+            atomic_fetch_add_explicit(&d->version, 1, memory_order_acq_rel);
+        else if (outcome == CONVOY__FAILED)
+            atomic_fetch_add(&d->failed_writes, 1);
+    }
+    if (outcome != CONVOY__OK)
+        record_failure(ctx, t, outcome, msg);
+    switch (outcome) {
+    case CONVOY__OK:
+        atomic_fetch_add_explicit(&ctx->stats.tasks_completed, 1, memory_order_relaxed);
+        break;
+    case CONVOY__FAILED: atomic_fetch_add(&ctx->stats.tasks_failed, 1); break;
+    default: atomic_fetch_add(&ctx->stats.tasks_cancelled, 1); break;
+    }
+    if (ctx->trace != NULL) {
+        static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
+                                       CONVOY__STEP_CANCELLED};
+        convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                                .stage = step[outcome],
+                                                                .ts_ns = convoy__now_ns(),
+                                                                .task_id = t->id,
+                                                                .ring_id = t->ring_id,
+                                                                .name = cls->name});
+    }
+
+    task_lock(t);
+    t->outcome = (uint8_t)outcome;
+    __atomic_store_n(&t->state, CONVOY__TASK_DONE, __ATOMIC_RELEASE);
+    int nsucc = t->nsucc;
+    task_unlock(t);
+    /* After DONE no edge is added, so the list is stable and ours to read. */
+    for (int i = 0; i < nsucc; i++) {
+        convoy__task_t *s = t->succ[i];
+        if (ctx->trace != NULL && convoy__trace_flows(ctx->trace))
+            convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_FLOW,
+                                                                    .ts_ns = convoy__now_ns(),
+                                                                    .task_id = t->id,
+                                                                    .other_id = s->id,
+                                                                    .ring_id = -1});
+        if (outcome != CONVOY__OK)
+            atomic_store(&s->cancel, 1);
+        if (atomic_fetch_sub_explicit(&s->pending, 1, memory_order_acq_rel) == 1) {
+            if (atomic_load(&s->cancel)) {
+                s->next = *cancel_list;
+                *cancel_list = s;
+            } else {
+                convoy__task_make_ready(ctx, s);
+            }
+        }
+    }
+    if (atomic_load(&ctx->done_waiters) > 0) {
+        pthread_mutex_lock(&ctx->done_lock);
+        pthread_cond_broadcast(&ctx->done_cond);
+        pthread_mutex_unlock(&ctx->done_lock);
+    }
+    if (atomic_fetch_sub(&ctx->inflight, 1) == 1) {
+        pthread_mutex_lock(&ctx->done_lock);
+        pthread_cond_broadcast(&ctx->done_cond);
+        pthread_mutex_unlock(&ctx->done_lock);
+    }
+    convoy__task_unref(t);
+}
+
+void convoy__task_complete(convoy__task_t *t, int outcome, const char *msg)
+{
+    convoy_context_t *ctx = t->cls->ctx;
+    convoy__task_t *cancel_list = NULL;
+    complete_one(ctx, t, outcome, msg, &cancel_list);
+    while (cancel_list != NULL) {
+        convoy__task_t *c = cancel_list;
+        cancel_list = c->next;
+        complete_one(ctx, c, CONVOY__CANCELLED, NULL, &cancel_list);
+    }
+}
+
+void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *t)
+{
+    if (atomic_load(&t->cancel)) {
+        convoy__task_complete(t, CONVOY__CANCELLED, NULL);
+        return;
+    }
+    int q = ctx->use_cpu_only ? 0 : choose_queue(ctx, t);
+    __atomic_store_n(&t->state, CONVOY__TASK_READY, __ATOMIC_RELEASE);
+    t->queue = (int16_t)q;
+    t->t_ready_ns = convoy__now_ns();
+    if (ctx->trace != NULL)
+        convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                                .stage = CONVOY__STEP_READY,
+                                                                .ts_ns = t->t_ready_ns,
+                                                                .task_id = t->id,
+                                                                .ring_id = -1,
+                                                                .name = t->cls->name});
+    convoy__queue_push(ctx, q, t);
+}
+
+convoy_status_t convoy_wait(convoy_context_t *ctx)
+{
+    if (ctx == NULL)
+        return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_wait: ctx is NULL");
+    pthread_mutex_lock(&ctx->done_lock);
+    while (atomic_load(&ctx->inflight) > 0)
+        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
+    pthread_mutex_unlock(&ctx->done_lock);
+
+    pthread_mutex_lock(&ctx->error_lock);
+    uint64_t failed = ctx->failures_since_wait, cancelled = ctx->cancels_since_wait;
+    char first[1024];
+    snprintf(first, sizeof(first), "%s", ctx->first_failure);
+    ctx->failures_since_wait = ctx->cancels_since_wait = 0;
+    ctx->first_failure[0] = '\0';
+    ctx->fail_epoch++; /* tasks inserted from now on no longer inherit these failures */
+    pthread_mutex_unlock(&ctx->error_lock);
+    if (failed == 0 && cancelled == 0)
+        return CONVOY_SUCCESS;
+    if (failed == 0)
+        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
+                             "%llu task(s) cancelled by a failure reported earlier",
+                             (unsigned long long)cancelled);
+    return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
+                         "%s; %llu task(s) failed and %llu were cancelled", first,
+                         (unsigned long long)failed, (unsigned long long)cancelled);
+}

@@ -1,0 +1,97 @@
+/*
+ * Errors, logging and time (see util.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core.h"
+#include "src/util.h"
+
+int convoy__log_threshold = CONVOY__LOG_WARN;
+
+static _Thread_local char tls_error[1024] = "no error";
+
+static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
+
+const char *convoy_status_name(convoy_status_t status)
+{
+    switch (status) {
+    case CONVOY_SUCCESS: return "CONVOY_SUCCESS";
+    case CONVOY_ERR_INVALID: return "CONVOY_ERR_INVALID";
+    case CONVOY_ERR_NOMEM: return "CONVOY_ERR_NOMEM";
+    case CONVOY_ERR_NOT_FOUND: return "CONVOY_ERR_NOT_FOUND";
+    case CONVOY_ERR_UNAVAILABLE: return "CONVOY_ERR_UNAVAILABLE";
+    case CONVOY_ERR_DEVICE: return "CONVOY_ERR_DEVICE";
+    case CONVOY_ERR_TASK_FAILED: return "CONVOY_ERR_TASK_FAILED";
+    case CONVOY_ERR_STATE: return "CONVOY_ERR_STATE";
+    case CONVOY_ERR_IO: return "CONVOY_ERR_IO";
+    }
+    return "CONVOY_ERR_UNKNOWN";
+}
+
+convoy_status_t convoy__error(convoy_context_t *ctx, convoy_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_error, sizeof(tls_error), fmt, ap);
+    va_end(ap);
+    if (ctx != NULL) {
+        pthread_mutex_lock(&ctx->error_lock);
+        memcpy(ctx->error, tls_error, sizeof(ctx->error));
+        pthread_mutex_unlock(&ctx->error_lock);
+    }
+    convoy__log_debug("%s: %s", convoy_status_name(status), tls_error);
+    return status;
+}
+
+const char *convoy_last_error(const convoy_context_t *ctx)
+{
+    /* The context's buffer is only ever overwritten whole under its lock; returning it
+     * unlocked matches the documented "valid until the next failing call". */
+    return ctx != NULL ? ctx->error : tls_error;
+}
+
+void convoy__log_impl(convoy__log_level_t level, const char *file, int line, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    /* One fprintf per line so that lines of concurrent threads do not interleave. */
+    if (convoy__log_threshold >= CONVOY__LOG_DEBUG)
+        fprintf(stderr, "convoy %s (%s:%d): %s\n", level_names[level], file, line, msg);
+    else
+        fprintf(stderr, "convoy %s: %s\n", level_names[level], msg);
+}
+
+void convoy__sleep_until_ns(uint64_t deadline_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+                          .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what)
+{
+    void *p = malloc(bytes);
+    if (p == NULL)
+        convoy__error(ctx, CONVOY_ERR_NOMEM, "out of host memory allocating %zu bytes for %s",
+                      bytes, what);
+    return p;
+}
+
+void *convoy__calloc(convoy_context_t *ctx, size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n, size);
+    if (p == NULL)
+        convoy__error(ctx, CONVOY_ERR_NOMEM, "out of host memory allocating %zu x %zu bytes for %s",
+                      n, size, what);
+    return p;
+}

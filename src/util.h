@@ -1,0 +1,75 @@
+/*
+ * Small services every part of convoy uses: errors, logging, time. Internal.
+ */
+#ifndef CONVOY_UTIL_H
+#define CONVOY_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "convoy.h"
+
+#if defined(__GNUC__)
+#define CONVOY__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define CONVOY__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CONVOY__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define CONVOY__PRINTF(f, a)
+#define CONVOY__LIKELY(x) (x)
+#define CONVOY__UNLIKELY(x) (x)
+#endif
+
+/*
+ * Record an error: the message goes to the calling thread's last error and, when ctx is
+ * not NULL, to the context's; it is logged at level 'debug' (the caller that decides the
+ * error is final logs it at 'error'). Returns status, so that `return convoy__error(...)`
+ * reads naturally.
+ */
+convoy_status_t convoy__error(convoy_context_t *ctx, convoy_status_t status, const char *fmt, ...)
+    CONVOY__PRINTF(3, 4);
+
+/* Log levels, CONVOY_VERBOSE selects the most detailed one printed (default 'warn'). */
+typedef enum convoy__log_level {
+    CONVOY__LOG_ERROR = 0,
+    CONVOY__LOG_WARN = 1,
+    CONVOY__LOG_INFO = 2,
+    CONVOY__LOG_DEBUG = 3,
+    CONVOY__LOG_TRACE = 4,
+} convoy__log_level_t;
+
+extern int convoy__log_threshold; /* set at init from the parameter 'verbose' */
+
+void convoy__log_impl(convoy__log_level_t level, const char *file, int line, const char *fmt, ...)
+    CONVOY__PRINTF(4, 5);
+
+#define convoy__log(level, ...)                                                                    \
+    do {                                                                                           \
+        if (CONVOY__UNLIKELY((int)(level) <= convoy__log_threshold))                               \
+            convoy__log_impl((level), __FILE__, __LINE__, __VA_ARGS__);                            \
+    } while (0)
+#define convoy__log_error(...) convoy__log(CONVOY__LOG_ERROR, __VA_ARGS__)
+#define convoy__log_warn(...) convoy__log(CONVOY__LOG_WARN, __VA_ARGS__)
+#define convoy__log_info(...) convoy__log(CONVOY__LOG_INFO, __VA_ARGS__)
+#define convoy__log_debug(...) convoy__log(CONVOY__LOG_DEBUG, __VA_ARGS__)
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t convoy__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep until an absolute CLOCK_MONOTONIC time (returns at once when it has passed). */
+void convoy__sleep_until_ns(uint64_t deadline_ns);
+
+/* Allocation that records CONVOY_ERR_NOMEM with the size on failure. */
+void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what);
+void *convoy__calloc(convoy_context_t *ctx, size_t n, size_t size, const char *what);
+
+#define CONVOY__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CONVOY__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif /* CONVOY_UTIL_H */

@@ -1,0 +1,150 @@
+/*
+ * Ready queues' wake-ups and the CPU workers.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/host/host.h"
+#include "src/core.h"
+
+#define CONVOY__CPU_RING_MAX 64 /* tasks a CPU worker takes at once */
+
+void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
+{
+    ctx->sched->push(ctx->sched_state, queue, task);
+    convoy__queue_wake(ctx, queue);
+}
+
+void convoy__queue_wake(convoy_context_t *ctx, int queue)
+{
+    convoy__queue_wait_t *w = &ctx->qwait[queue];
+    pthread_mutex_lock(&w->lock);
+    w->pushes++;
+    if (w->sleepers > 0)
+        pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue)
+{
+    convoy__queue_wait_t *w = &ctx->qwait[queue];
+    pthread_mutex_lock(&w->lock);
+    uint64_t n = w->pushes;
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
+void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns)
+{
+    convoy__queue_wait_t *w = &ctx->qwait[queue];
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+                          .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+    pthread_mutex_lock(&w->lock);
+    w->sleepers++;
+    while (w->pushes == seen && !atomic_load(&ctx->stopping)) {
+        if (deadline_ns == UINT64_MAX)
+            pthread_cond_wait(&w->cond, &w->lock);
+        else if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT)
+            break;
+    }
+    w->sleepers--;
+    pthread_mutex_unlock(&w->lock);
+}
+
+typedef struct worker_arg {
+    convoy_context_t *ctx;
+    int index;
+} worker_arg_t;
+
+static void bind_worker(convoy_context_t *ctx, int index)
+{
+    hwloc_topology_t topo = ctx->topology;
+    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    if (ncores <= 0)
+        return;
+    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)(index % ncores));
+    if (core == NULL || core->cpuset == NULL)
+        return;
+    if (hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD) != 0)
+        convoy__log_info("CPU worker %d: binding to core %d failed; running unbound", index,
+                         index % ncores);
+}
+
+static void *worker_main(void *p)
+{
+    worker_arg_t *arg = p;
+    convoy_context_t *ctx = arg->ctx;
+    int index = arg->index;
+    free(arg);
+    if (convoy__param_int(&ctx->params, "bind"))
+        bind_worker(ctx, index);
+    if (ctx->trace != NULL) {
+        char name[32];
+        snprintf(name, sizeof(name), "cpu worker %d", index);
+        convoy__trace_name(ctx->trace, 0, index, name);
+    }
+    convoy__task_t *ring[CONVOY__CPU_RING_MAX];
+    for (;;) {
+        uint64_t seen = convoy__queue_pushes(ctx, 0);
+        uint64_t deadline = UINT64_MAX;
+        int n = ctx->sched->pop(ctx->sched_state, 0, ring, CONVOY__CPU_RING_MAX, convoy__now_ns(),
+                                &deadline);
+        if (n > 0) {
+            convoy__host_execute(ctx, index, ring, n);
+            continue;
+        }
+        if (atomic_load(&ctx->stopping))
+            break;
+        convoy__queue_sleep(ctx, 0, seen, deadline);
+    }
+    return NULL;
+}
+
+convoy_status_t convoy__workers_start(convoy_context_t *ctx)
+{
+    int n = (int)convoy__param_int(&ctx->params, "nthreads");
+    if (n == 0) {
+        n = hwloc_get_nbobjs_by_type((hwloc_topology_t)ctx->topology, HWLOC_OBJ_CORE);
+        if (n <= 0)
+            n = 1;
+    }
+    ctx->workers = convoy__calloc(ctx, (size_t)n, sizeof(pthread_t), "CPU workers");
+    if (ctx->workers == NULL)
+        return CONVOY_ERR_NOMEM;
+    for (int i = 0; i < n; i++) {
+        worker_arg_t *arg = malloc(sizeof(*arg));
+        int rc = arg == NULL ? ENOMEM : 0;
+        if (arg != NULL) {
+            *arg = (worker_arg_t){.ctx = ctx, .index = i};
+            rc = pthread_create(&ctx->workers[i], NULL, worker_main, arg);
+        }
+        if (rc != 0) {
+            free(arg);
+            return convoy__error(NULL, CONVOY_ERR_NOMEM, "could not start CPU worker %d of %d: %s",
+                                 i, n, strerror(rc));
+        }
+        ctx->nworkers++;
+    }
+    return CONVOY_SUCCESS;
+}
+
+void convoy__workers_stop(convoy_context_t *ctx)
+{
+    if (ctx->qwait == NULL)
+        return;
+    atomic_store(&ctx->stopping, 1);
+    convoy__queue_wake(ctx, 0);
+    pthread_mutex_lock(&ctx->qwait[0].lock);
+    pthread_cond_broadcast(&ctx->qwait[0].cond);
+    pthread_mutex_unlock(&ctx->qwait[0].lock);
+    for (int i = 0; i < ctx->nworkers; i++)
+        pthread_join(ctx->workers[i], NULL);
+    ctx->nworkers = 0;
+    free(ctx->workers);
+    ctx->workers = NULL;
+}

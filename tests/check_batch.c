@@ -1,0 +1,1179 @@
+/*
+ * check_batch: the batch scheduler (sched/batch/) carrying rings through the pipeline
+ * on the sim device: ring collection, exact submission counts and sizes, the caps, the
+ * copy-once rule, the latency-aware split and its ordering, batch chores, and failures
+ * at each stage (DESIGN.md, "The accelerator pipeline" and "The copy plan").
+ *
+ * Each test inserts independent tasks: each reads some inputs that no task writes and
+ * writes one output of its own, so the expected output of every task is known from the
+ * inputs alone, and a task that failed must leave its output as it was. Every task has
+ * a CPU "observer" successor that reads its output: it runs exactly when the task
+ * succeeded, and records the order in which tasks completed.
+ *
+ * Deterministic rings: with batch_max_tasks equal to the number of tasks inserted and a
+ * batch_max_wait_us of 10 s, a ring can only close when every task is in it, so the
+ * submissions the sim logs (convoy__sim_records) are known exactly. The cost model is
+ * set to zero latency unless a test needs a slow link; tests assert counters, outcomes
+ * and orders, never durations.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "convoy.h"
+#include "device/device.h"
+#include "device/sim/sim.h"
+#include "src/context.h"
+#include "tests/test_util.h"
+
+#define REQUIRE(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
+#define KiB ((size_t)1024)
+#define MiB (1024 * KiB)
+#define MAXT 2048 /* tasks per test */
+#define MAX_FLOWS 4
+#define MAX_CALLS 4096 /* batch chore calls logged */
+
+/* Stream numbers of the sim: the pipeline creates stage-in, stage-in large, pushout,
+ * pushout large, then the execute streams (device/pipeline.c, create_streams). */
+enum { STREAM_IN = 0, STREAM_IN_LARGE = 1, STREAM_OUT = 2, STREAM_OUT_LARGE = 3 };
+
+/* ---- presets ------------------------------------------------------------------------ */
+
+typedef struct pset {
+    const char *kv[160];
+    int n;
+    char vals[64][48];
+    int nv;
+} pset_t;
+
+static void ps_set(pset_t *p, const char *k, const char *v)
+{
+    ck_assert_int_lt(p->n + 3, (int)(sizeof(p->kv) / sizeof(p->kv[0])));
+    p->kv[p->n++] = k;
+    p->kv[p->n++] = v;
+    p->kv[p->n] = NULL;
+}
+
+static void ps_setf(pset_t *p, const char *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void ps_setf(pset_t *p, const char *k, const char *fmt, ...)
+{
+    ck_assert_int_lt(p->nv, 64);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->vals[p->nv], sizeof(p->vals[0]), fmt, ap);
+    va_end(ap);
+    ps_set(p, k, p->vals[p->nv++]);
+}
+
+static void ps_base(pset_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    ps_set(p, "devices", "sim");
+    ps_set(p, "sched", "batch");
+    ps_set(p, "nthreads", "2");
+    ps_set(p, "bind", "0");
+    ps_set(p, "verbose", "error"); /* expected failures log at warn */
+    ps_set(p, "sim_submit_us", "0");
+    ps_set(p, "sim_copy_us", "0");
+    ps_set(p, "sim_single_copy_us", "0");
+    ps_set(p, "sim_launch_us", "0");
+    ps_set(p, "sim_bandwidth_gbs", "1e6");
+}
+
+/* Rings that close only when n tasks are in them. */
+static void ps_ring_of(pset_t *p, int n)
+{
+    ps_setf(p, "batch_max_tasks", "%d", n);
+    ps_set(p, "batch_max_wait_us", "1e7");
+}
+
+/* ---- classes, chores and their logs ------------------------------------------------------ */
+
+typedef struct bcls {
+    const char *name;
+    int nflows; /* the last flow is the output (W), the others inputs (R) */
+    int batchable;
+    int chore, batch_chore; /* which sim chores it has */
+} bcls_t;
+
+enum { C_TINY, C_TINY_NOBATCH, C_TINY_BOTH, C_SINGLE, C_RW, C_RW2, C_PAIR, C_TOUCH, NCLS };
+static const bcls_t g_bcls[NCLS] = {
+    [C_TINY] = {"tiny", 4, 1, 0, 1},                 /* the DESIGN.md tiny task */
+    [C_TINY_NOBATCH] = {"tiny_nobatch", 4, 1, 1, 0}, /* batchable, per-task chore only */
+    [C_TINY_BOTH] = {"tiny_both", 4, 1, 1, 1},
+    [C_SINGLE] = {"single", 4, 0, 1, 0}, /* not batchable */
+    [C_RW] = {"rw", 2, 1, 0, 1},
+    [C_RW2] = {"rw2", 2, 1, 0, 1},
+    [C_PAIR] = {"pair", 3, 1, 0, 1},
+    [C_TOUCH] = {"touch", 2, 0, 0, 0}, /* CPU, both flows RW, changes nothing */
+};
+
+typedef struct bargs {
+    uint32_t task;
+    uint32_t cls;
+    uint64_t salt;
+} bargs_t;
+
+typedef struct call {
+    int cls;
+    int n;
+    int first; /* in g_members */
+} call_t;
+
+static atomic_int g_ran[MAXT];       /* chore runs per task */
+static atomic_uint g_done_seq[MAXT]; /* 1 + the order in which the observers ran, 0: not run */
+static atomic_uint g_seq;
+static _Atomic uint64_t g_run_ns[MAXT]; /* when the chore ran (CLOCK_MONOTONIC) */
+static atomic_int g_task_chore_calls;
+static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static call_t g_calls[MAX_CALLS];
+static int g_ncalls;
+static int g_members[4 * MAXT];
+static int g_nmembers;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t words(size_t bytes)
+{
+    return bytes / sizeof(uint64_t);
+}
+
+/* out[j] from word j (modulo their lengths) of each input and the salt. */
+static void compute(int nflows, const bargs_t *a, void *const *flows, const size_t *bytes)
+{
+    uint64_t *out = flows[nflows - 1];
+    for (size_t j = 0; j < words(bytes[nflows - 1]); j++) {
+        uint64_t h = tu_mix(a->salt, a->task);
+        for (int f = 0; f < nflows - 1; f++)
+            h = tu_mix(h, ((const uint64_t *)flows[f])[j % words(bytes[f])]);
+        out[j] = h;
+    }
+}
+
+static void run_one(const convoy_task_view_t *v)
+{
+    const bargs_t *a = v->args;
+    atomic_fetch_add(&g_ran[a->task], 1);
+    uint64_t expected = 0;
+    atomic_compare_exchange_strong(&g_run_ns[a->task], &expected, now_ns());
+    compute(v->nflows, a, v->flows, v->flow_bytes);
+}
+
+static int task_chore(const convoy_task_view_t *v, void *stream)
+{
+    (void)stream;
+    atomic_fetch_add(&g_task_chore_calls, 1);
+    run_one(v);
+    return 0;
+}
+
+static int batch_chore(const convoy_task_view_t *const *v, int n, void *stream)
+{
+    (void)stream;
+    pthread_mutex_lock(&g_log_lock);
+    if (g_ncalls < MAX_CALLS && g_nmembers + n <= (int)(sizeof(g_members) / sizeof(int))) {
+        call_t *c = &g_calls[g_ncalls++];
+        *c = (call_t){.cls = (int)((const bargs_t *)v[0]->args)->cls, .n = n, .first = g_nmembers};
+        for (int i = 0; i < n; i++) {
+            const bargs_t *a = v[i]->args;
+            /* A member of another class would show here as a task of the wrong class. */
+            g_members[g_nmembers++] = a->cls == (uint32_t)c->cls ? (int)a->task : -1 - (int)a->task;
+        }
+    }
+    pthread_mutex_unlock(&g_log_lock);
+    for (int i = 0; i < n; i++)
+        run_one(v[i]);
+    return 0;
+}
+
+static int touch_chore(const convoy_task_view_t *v, void *stream)
+{
+    (void)v;
+    (void)stream;
+    return 0;
+}
+
+static int observe_chore(const convoy_task_view_t *v, void *stream)
+{
+    (void)stream;
+    const uint32_t *task = v->args;
+    atomic_store(&g_done_seq[*task], atomic_fetch_add(&g_seq, 1) + 1);
+    return 0;
+}
+
+/* ---- the bench: data, tasks, checks -------------------------------------------------------- */
+
+typedef struct btask {
+    int cls;
+    int data[MAX_FLOWS];
+    uint64_t salt;
+} btask_t;
+
+typedef struct bench {
+    convoy_context_t *ctx;
+    convoy__device_t *dev;
+    convoy_class_t *cls[NCLS];
+    convoy_class_t *observer;
+    int ndata, cap;
+    convoy_data_t **d;
+    uint64_t **host, **init;
+    size_t *bytes;
+    int ntasks;
+    btask_t t[MAXT];
+    tu_rng_t rng;
+} bench_t;
+
+/* Forget what earlier tests (CK_FORK=no) or attempts logged. */
+static void logs_reset(void)
+{
+    for (int i = 0; i < MAXT; i++) {
+        atomic_store(&g_ran[i], 0);
+        atomic_store(&g_done_seq[i], 0);
+        atomic_store(&g_run_ns[i], 0);
+    }
+    atomic_store(&g_seq, 0);
+    atomic_store(&g_task_chore_calls, 0);
+    pthread_mutex_lock(&g_log_lock);
+    g_ncalls = g_nmembers = 0;
+    pthread_mutex_unlock(&g_log_lock);
+}
+
+static void bench_init(bench_t *b, const pset_t *ps)
+{
+    logs_reset();
+    memset(b, 0, sizeof(*b));
+    b->ctx = tu_init(ps->kv);
+    ck_assert_str_eq(convoy_sched_name(b->ctx), "batch");
+    b->dev = convoy__ctx_accel(b->ctx, 0);
+    ck_assert(convoy__sim_is_sim(b->dev));
+    tu_rng_seed(&b->rng, 42);
+    for (int c = 0; c < NCLS; c++) {
+        const bcls_t *s = &g_bcls[c];
+        convoy_access_t modes[MAX_FLOWS];
+        for (int f = 0; f < s->nflows; f++)
+            modes[f] = c == C_TOUCH ? CONVOY_RW : f == s->nflows - 1 ? CONVOY_WRITE : CONVOY_READ;
+        ck_assert_int_eq(convoy_class_new(b->ctx, s->name, s->nflows, modes,
+                                          s->batchable ? CONVOY_CLASS_BATCHABLE : 0, &b->cls[c]),
+                         0);
+        if (s->chore)
+            ck_assert_int_eq(convoy_class_set_chore(b->cls[c], CONVOY_DEVICE_SIM, task_chore), 0);
+        if (s->batch_chore)
+            ck_assert_int_eq(
+                convoy_class_set_batch_chore(b->cls[c], CONVOY_DEVICE_SIM, batch_chore), 0);
+    }
+    ck_assert_int_eq(convoy_class_set_chore(b->cls[C_TOUCH], CONVOY_DEVICE_CPU, touch_chore), 0);
+    const convoy_access_t r = CONVOY_READ;
+    ck_assert_int_eq(convoy_class_new(b->ctx, "observe", 1, &r, 0, &b->observer), 0);
+    ck_assert_int_eq(convoy_class_set_chore(b->observer, CONVOY_DEVICE_CPU, observe_chore), 0);
+}
+
+/* A new datum of bytes (a multiple of 8) with random contents; returns its index. */
+static int bench_data(bench_t *b, size_t bytes)
+{
+    if (b->ndata == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->d = realloc(b->d, (size_t)b->cap * sizeof(*b->d));
+        b->host = realloc(b->host, (size_t)b->cap * sizeof(*b->host));
+        b->init = realloc(b->init, (size_t)b->cap * sizeof(*b->init));
+        b->bytes = realloc(b->bytes, (size_t)b->cap * sizeof(*b->bytes));
+        ck_assert(b->d && b->host && b->init && b->bytes);
+    }
+    int i = b->ndata++;
+    b->bytes[i] = bytes;
+    b->host[i] = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    b->init[i] = malloc(bytes);
+    ck_assert(b->host[i] != NULL && b->init[i] != NULL);
+    for (size_t j = 0; j < words(bytes); j++)
+        b->host[i][j] = tu_rng_next(&b->rng);
+    memcpy(b->init[i], b->host[i], bytes);
+    ck_assert_int_eq(convoy_data_new(b->ctx, b->host[i], bytes, &b->d[i]), 0);
+    return i;
+}
+
+/* Insert a task of class cls on data (inputs, then the output) and its observer. */
+static int bench_task(bench_t *b, int cls, const int *data)
+{
+    ck_assert_int_lt(b->ntasks, MAXT);
+    int i = b->ntasks++;
+    btask_t *t = &b->t[i];
+    t->cls = cls;
+    t->salt = tu_rng_next(&b->rng);
+    convoy_data_t *flows[MAX_FLOWS];
+    int nf = g_bcls[cls].nflows;
+    for (int f = 0; f < nf; f++) {
+        t->data[f] = data[f];
+        flows[f] = b->d[data[f]];
+    }
+    bargs_t a = {.task = (uint32_t)i, .cls = (uint32_t)cls, .salt = t->salt};
+    convoy_status_t st = convoy_task_insert(b->ctx, b->cls[cls], &a, sizeof(a), flows);
+    ck_assert_msg(st == CONVOY_SUCCESS, "insert: %s", convoy_last_error(b->ctx));
+    uint32_t idx = (uint32_t)i;
+    st = convoy_task_insert(b->ctx, b->observer, &idx, sizeof(idx), &flows[nf - 1]);
+    ck_assert_msg(st == CONVOY_SUCCESS, "insert: %s", convoy_last_error(b->ctx));
+    return i;
+}
+
+/* A task of cls on new data: inputs of in_bytes, an output of out_bytes. */
+static int bench_new_task(bench_t *b, int cls, size_t in_bytes, size_t out_bytes)
+{
+    int data[MAX_FLOWS], nf = g_bcls[cls].nflows;
+    for (int f = 0; f < nf; f++)
+        data[f] = bench_data(b, f == nf - 1 ? out_bytes : in_bytes);
+    return bench_task(b, cls, data);
+}
+
+static int task_ok(int i)
+{
+    return atomic_load(&g_done_seq[i]) != 0;
+}
+
+/* After a wait: every task's chore ran at most once, and once if it succeeded; the
+ * output of a task that succeeded is what its inputs give, that of one that failed is
+ * untouched; no input changed. Returns how many tasks succeeded. */
+static int bench_check(bench_t *b)
+{
+    int nok = 0;
+    char *is_out = calloc((size_t)b->ndata, 1);
+    ck_assert(is_out != NULL);
+    for (int i = 0; i < b->ntasks; i++) {
+        const btask_t *t = &b->t[i];
+        int nf = g_bcls[t->cls].nflows, ran = atomic_load(&g_ran[i]), ok = task_ok(i);
+        REQUIRE(ran <= 1, "task %d: the chore ran %d times", i, ran);
+        REQUIRE(!ok || ran == 1, "task %d succeeded without its chore running", i);
+        nok += ok;
+        int out = t->data[nf - 1];
+        is_out[out] = 1;
+        if (!ok) {
+            REQUIRE(memcmp(b->host[out], b->init[out], b->bytes[out]) == 0,
+                    "task %d failed but its output changed", i);
+            continue;
+        }
+        void *flows[MAX_FLOWS];
+        size_t bytes[MAX_FLOWS];
+        for (int f = 0; f < nf; f++) {
+            flows[f] = b->init[t->data[f]];
+            bytes[f] = b->bytes[t->data[f]];
+        }
+        uint64_t *want = malloc(bytes[nf - 1]);
+        ck_assert(want != NULL);
+        flows[nf - 1] = want;
+        bargs_t a = {.task = (uint32_t)i, .cls = (uint32_t)t->cls, .salt = t->salt};
+        compute(nf, &a, flows, bytes);
+        REQUIRE(memcmp(b->host[out], want, bytes[nf - 1]) == 0,
+                "task %d (%s): wrong output on the host", i, g_bcls[t->cls].name);
+        free(want);
+    }
+    for (int d = 0; d < b->ndata; d++)
+        if (!is_out[d])
+            REQUIRE(memcmp(b->host[d], b->init[d], b->bytes[d]) == 0, "input %d changed", d);
+    free(is_out);
+    return nok;
+}
+
+static convoy_status_t bench_wait(bench_t *b, char *msg, size_t len)
+{
+    convoy_status_t st = convoy_wait(b->ctx);
+    if (msg != NULL)
+        snprintf(msg, len, "%s", st == CONVOY_SUCCESS ? "" : convoy_last_error(b->ctx));
+    return st;
+}
+
+/* Wait, expect every task to succeed with the right output. */
+static void bench_wait_all_ok(bench_t *b)
+{
+    char msg[1024];
+    convoy_status_t st = bench_wait(b, msg, sizeof(msg));
+    ck_assert_msg(st == CONVOY_SUCCESS, "convoy_wait: %s", msg);
+    ck_assert_int_eq(bench_check(b), b->ntasks);
+}
+
+static convoy_stats_t bench_stats(const bench_t *b)
+{
+    convoy_stats_t s;
+    convoy_get_stats(b->ctx, &s);
+    return s;
+}
+
+/* The sim's submission log (malloc'ed; *n_p records). */
+static convoy__sim_record_t *bench_records(bench_t *b, int *n_p)
+{
+    int n = convoy__sim_records(b->dev, NULL, 0);
+    convoy__sim_record_t *r = malloc((size_t)(n > 0 ? n : 1) * sizeof(*r));
+    ck_assert(r != NULL);
+    *n_p = convoy__sim_records(b->dev, r, n);
+    ck_assert_int_eq(*n_p, n);
+    return r;
+}
+
+static void bench_fini(bench_t *b)
+{
+    for (int i = 0; i < b->ndata; i++)
+        convoy_data_free(b->d[i]);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(b->dev, &c);
+    ck_assert_msg(c.bytes_in_use == 0,
+                  "%zu bytes of sim memory in use after every handle was "
+                  "freed",
+                  c.bytes_in_use);
+    ck_assert_uint_le(c.peak_bytes, b->dev->mem_capacity);
+    convoy_fini(b->ctx);
+    for (int i = 0; i < b->ndata; i++) {
+        free(b->host[i]);
+        free(b->init[i]);
+    }
+    free(b->d);
+    free(b->host);
+    free(b->init);
+    free(b->bytes);
+}
+
+/* Batch chore calls and the tasks each got: every call is of one class; each task is
+ * in exactly one call. */
+static void check_calls_partition(int ntasks)
+{
+    pthread_mutex_lock(&g_log_lock);
+    char *seen = calloc((size_t)ntasks, 1);
+    ck_assert(seen != NULL);
+    for (int k = 0; k < g_nmembers; k++) {
+        int t = g_members[k];
+        REQUIRE(t >= 0, "a batch chore call of one class got task %d of another", -1 - t);
+        REQUIRE(t < ntasks && !seen[t], "task %d in two batch chore calls", t);
+        seen[t] = 1;
+    }
+    free(seen);
+    pthread_mutex_unlock(&g_log_lock);
+}
+
+/* ---- exact rings ------------------------------------------------------------------------ */
+
+/* The DESIGN.md tiny-task ring: 256 tasks x 3 inputs of 8 KiB with batch_max_tasks 256
+ * and batch_max_copies 128 give, per ring, exactly 6 stage-in submissions of 128 copies
+ * (1 MiB) and 2 pushout submissions of 128, on the stage-in and pushout streams, one
+ * batch chore call with the ring's 256 tasks, and the right outputs. Loop 1: two rings. */
+START_TEST(test_ring_exact)
+{
+    int rings = 1 + _i, n = 256 * rings;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, 256);
+    ps_set(&ps, "batch_max_copies", "128");
+    static bench_t b;
+    bench_init(&b, &ps);
+    for (int i = 0; i < n; i++)
+        bench_new_task(&b, C_TINY, 8 * KiB, 8 * KiB);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, (uint64_t)rings);
+    ck_assert_uint_eq(s.launches, (uint64_t)rings);
+    ck_assert_uint_eq(s.h2d_submissions, 6 * (uint64_t)rings);
+    ck_assert_uint_eq(s.h2d_copies, 3 * (uint64_t)n);
+    ck_assert_uint_eq(s.h2d_bytes, 3 * (uint64_t)n * 8 * KiB);
+    ck_assert_uint_eq(s.d2h_submissions, 2 * (uint64_t)rings);
+    ck_assert_uint_eq(s.d2h_copies, (uint64_t)n);
+    ck_assert_uint_eq(s.d2h_bytes, (uint64_t)n * 8 * KiB);
+    ck_assert_uint_eq(s.split_copies, 0);
+    ck_assert_uint_eq(s.retried_copies, 0);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    ck_assert_int_eq(nrec, 8 * rings);
+    int h2d = 0, d2h = 0;
+    for (int k = 0; k < nrec; k++) {
+        ck_assert_int_eq(rec[k].failed, 0);
+        ck_assert_int_eq(rec[k].copies, 128);
+        ck_assert_uint_eq(rec[k].bytes, 128 * 8 * KiB);
+        ck_assert_int_eq(rec[k].method, CONVOY__METHOD_ENGINE);
+        if (rec[k].dir == CONVOY__H2D) {
+            ck_assert_int_eq(rec[k].stream, STREAM_IN);
+            h2d++;
+        } else {
+            ck_assert_int_eq(rec[k].dir, CONVOY__D2H);
+            ck_assert_int_eq(rec[k].stream, STREAM_OUT);
+            d2h++;
+        }
+    }
+    ck_assert_int_eq(h2d, 6 * rings);
+    ck_assert_int_eq(d2h, 2 * rings);
+    /* A ring's 6 stage-in submissions come before its pushouts. */
+    for (int k = 0; k < 6; k++)
+        ck_assert_int_eq(rec[k].dir, CONVOY__H2D);
+    free(rec);
+    /* One batch chore call per ring, with the ring's tasks in insertion order (rings
+     * launch on different execute streams, so the calls may come in either order). */
+    ck_assert_int_eq(g_ncalls, rings);
+    check_calls_partition(n);
+    for (int k = 0; k < rings; k++) {
+        ck_assert_int_eq(g_calls[k].n, 256);
+        ck_assert_int_eq(g_calls[k].cls, C_TINY);
+        int first = g_members[g_calls[k].first];
+        ck_assert_int_eq(first % 256, 0);
+        for (int j = 0; j < 256; j++)
+            REQUIRE(g_members[g_calls[k].first + j] == first + j, "call %d member %d is task %d", k,
+                    j, g_members[g_calls[k].first + j]);
+    }
+    ck_assert_int_eq(atomic_load(&g_task_chore_calls), 0);
+    bench_fini(&b);
+}
+END_TEST
+
+/* Tight caps (16 copies, 40 KiB per submission, split above 64 KiB) and random sizes
+ * from 1 KiB to 128 KiB, inputs and outputs, with rings collected as they come: no
+ * submission the sim logs passes a cap (a copy alone may pass max_bytes), every copy over
+ * the split size travels alone on a large stream and is counted in split_copies, every
+ * other submission uses the small streams, and every output is right. */
+/* BUG: the members with a split copy and small inputs read inputs still in flight (the
+ * bug of test_split_member_waits_for_its_small_inputs), so some outputs come out wrong
+ * here even with a zero-latency cost model. */
+START_TEST(test_caps)
+{
+    pset_t ps;
+    ps_base(&ps);
+    ps_set(&ps, "batch_max_tasks", "64");
+    ps_set(&ps, "batch_max_copies", "16");
+    ps_set(&ps, "batch_max_bytes", "40K");
+    ps_set(&ps, "batch_split_bytes", "64K");
+    static bench_t b;
+    bench_init(&b, &ps);
+    tu_rng_t rng;
+    tu_rng_seed(&rng, 9);
+    int n = tu_scaled(400, 80);
+    static const size_t choice[] = {1 * KiB,  4 * KiB,  8 * KiB,  24 * KiB,
+                                    48 * KiB, 64 * KiB, 65 * KiB, 128 * KiB};
+    for (int i = 0; i < n; i++) {
+        int cls = tu_rng_range(&rng, 0, 1) ? C_TINY : C_PAIR;
+        int data[MAX_FLOWS], nf = g_bcls[cls].nflows;
+        for (int f = 0; f < nf; f++) {
+            int k = tu_rng_range(&rng, 0, 9);
+            data[f] = bench_data(&b, k < 8 ? choice[k] : 8 * KiB);
+        }
+        bench_task(&b, cls, data);
+    }
+    bench_wait_all_ok(&b);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    uint64_t large = 0, copies[2] = {0, 0};
+    for (int k = 0; k < nrec; k++) {
+        const convoy__sim_record_t *r = &rec[k];
+        REQUIRE(!r->failed && (r->dir == CONVOY__H2D || r->dir == CONVOY__D2H),
+                "record %d: failed %d, dir %d", k, r->failed, r->dir);
+        copies[r->dir] += (uint64_t)r->copies;
+        REQUIRE(r->copies >= 1 && r->copies <= 16, "submission %llu holds %d copies",
+                (unsigned long long)r->seq, r->copies);
+        if (r->bytes > 64 * KiB) {
+            REQUIRE(r->copies == 1, "submission %llu: %d copies and %zu bytes, over the split",
+                    (unsigned long long)r->seq, r->copies, r->bytes);
+            REQUIRE(r->stream == (r->dir == CONVOY__H2D ? STREAM_IN_LARGE : STREAM_OUT_LARGE),
+                    "a large copy on stream %d", r->stream);
+            large++;
+        } else {
+            REQUIRE(r->bytes <= 40 * KiB || r->copies == 1,
+                    "submission %llu: %d copies and %zu bytes, over max_bytes",
+                    (unsigned long long)r->seq, r->copies, r->bytes);
+            REQUIRE(r->stream == (r->dir == CONVOY__H2D ? STREAM_IN : STREAM_OUT),
+                    "a small submission on stream %d", r->stream);
+        }
+    }
+    free(rec);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_gt(large, 0);
+    ck_assert_uint_eq(s.split_copies, large);
+    ck_assert_uint_eq(s.h2d_copies, copies[CONVOY__H2D]);
+    ck_assert_uint_eq(s.d2h_copies, copies[CONVOY__D2H]);
+    ck_assert_uint_eq(s.h2d_submissions + s.d2h_submissions, (uint64_t)nrec);
+    bench_fini(&b);
+}
+END_TEST
+
+/* A datum read by every member of a ring is copied once (64 tasks reading one shared
+ * input and one of their own: 65 stage-in copies); a second ring reading the shared
+ * input again finds it valid on the device (64 more copies, not 65); a task naming the
+ * same datum in two flows gets one copy of it. */
+START_TEST(test_copy_once)
+{
+    const int n = 64;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, n);
+    static bench_t b;
+    bench_init(&b, &ps);
+    int shared = bench_data(&b, 8 * KiB);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < n; i++) {
+            const int data[] = {shared, bench_data(&b, 8 * KiB), bench_data(&b, 8 * KiB)};
+            bench_task(&b, C_PAIR, data);
+        }
+        bench_wait_all_ok(&b);
+        convoy_stats_t s = bench_stats(&b);
+        uint64_t want = round == 0 ? (uint64_t)n + 1 : 2 * (uint64_t)n + 1;
+        ck_assert_uint_eq(s.rings, (uint64_t)round + 1);
+        ck_assert_uint_eq(s.h2d_copies, want);
+        ck_assert_uint_eq(s.h2d_bytes, want * 8 * KiB);
+    }
+    for (int i = 0; i < n; i++) {
+        int twice = bench_data(&b, 8 * KiB);
+        const int data[] = {twice, twice, bench_data(&b, 8 * KiB)};
+        bench_task(&b, C_PAIR, data);
+    }
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.h2d_copies, 3 * (uint64_t)n + 1);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    uint64_t h2d = 0;
+    for (int k = 0; k < nrec; k++)
+        if (rec[k].dir == CONVOY__H2D)
+            h2d += (uint64_t)rec[k].copies;
+    ck_assert_uint_eq(h2d, 3 * (uint64_t)n + 1);
+    free(rec);
+    bench_fini(&b);
+}
+END_TEST
+
+/* A large input (4 MiB, over the 1 MiB split) of the ring's first member is planned
+ * after the small inputs of the other 16: the sim logs the small stage-in submission on
+ * the stage-in stream first, then the large copy alone on the large stage-in stream; one
+ * split copy is counted; every output is right. */
+START_TEST(test_large_after_small)
+{
+    const int n = 17;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, n);
+    static bench_t b;
+    bench_init(&b, &ps);
+    bench_new_task(&b, C_RW, 4 * MiB, 8 * KiB);
+    for (int i = 1; i < n; i++)
+        bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, 1);
+    ck_assert_uint_eq(s.split_copies, 1);
+    ck_assert_uint_eq(s.h2d_submissions, 2);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    ck_assert_int_ge(nrec, 3);
+    ck_assert_int_eq(rec[0].dir, CONVOY__H2D);
+    ck_assert_int_eq(rec[0].copies, 16);
+    ck_assert_uint_eq(rec[0].bytes, 16 * 8 * KiB);
+    ck_assert_int_eq(rec[0].stream, STREAM_IN);
+    ck_assert_int_eq(rec[1].dir, CONVOY__H2D);
+    ck_assert_int_eq(rec[1].copies, 1);
+    ck_assert_uint_eq(rec[1].bytes, 4 * MiB);
+    ck_assert_int_eq(rec[1].stream, STREAM_IN_LARGE);
+    for (int k = 2; k < nrec; k++)
+        ck_assert_int_eq(rec[k].dir, CONVOY__D2H);
+    free(rec);
+    bench_fini(&b);
+}
+END_TEST
+
+/* On a slow link (0.05 GB/s) a ring of 16 small members and one with a 2 MiB input:
+ * every small member completes (its CPU successor runs) before the large one does. The
+ * sim serves its link in the order its stream threads reach it; in the rare run where
+ * the large stream's thread got there first (the records show the large copy modelled
+ * to complete before a small one), the small copies really were behind it and the run
+ * proves nothing: it is repeated. */
+START_TEST(test_small_complete_before_large)
+{
+    const int n = 17;
+    for (int attempt = 0;; attempt++) {
+        ck_assert_msg(attempt < 4, "the sim put the large copy first on its link in every "
+                                   "attempt");
+        pset_t ps;
+        ps_base(&ps);
+        ps_ring_of(&ps, n);
+        ps_set(&ps, "sim_bandwidth_gbs", "0.05");
+        static bench_t b;
+        bench_init(&b, &ps);
+        int large = bench_new_task(&b, C_RW, 2 * MiB, 8 * KiB);
+        for (int i = 1; i < n; i++)
+            bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
+        bench_wait_all_ok(&b);
+        int nrec;
+        convoy__sim_record_t *rec = bench_records(&b, &nrec);
+        ck_assert_int_ge(nrec, 2);
+        ck_assert_uint_eq(rec[1].bytes, 2 * MiB);
+        int link_inverted = rec[1].complete_ns < rec[0].complete_ns;
+        free(rec);
+        if (link_inverted) {
+            bench_fini(&b);
+            continue;
+        }
+        unsigned large_seq = atomic_load(&g_done_seq[large]);
+        for (int i = 0; i < n; i++)
+            if (i != large)
+                ck_assert_msg(atomic_load(&g_done_seq[i]) < large_seq,
+                              "small task %d completed as number %u, after the large one "
+                              "(%u)",
+                              i, atomic_load(&g_done_seq[i]), large_seq);
+        bench_fini(&b);
+        break;
+    }
+}
+END_TEST
+
+/*
+ * BUG: a ring member that needs a large (split) copy is launched from the host once
+ * that copy and the submission recorded in its group's in_small_ev have landed; but
+ * make_groups (device/pipeline_ring.c) sets in_small_ev to the last small submission
+ * needed by the members *without* a split copy, so the split member's own small inputs
+ * are not waited for when they travel in a later small submission, or when the ring has
+ * no other member (in_small_ev is then NULL). The stage-in and large stage-in streams
+ * run independently, so the large copy may land first and the chore then runs on inputs
+ * still in flight. This test makes the small submissions slow in the sim's model
+ * (submission or per-copy cost) and the large copy fast, and asserts that the split
+ * member's chore ran only after every stage-in submission of its ring had completed.
+ * Loop 0: the ring is that one member (its two small inputs share a submission);
+ * loop 1: a member without split copies needs only the first of five small submissions,
+ * the split member's small inputs are in the last two.
+ */
+START_TEST(test_split_member_waits_for_its_small_inputs)
+{
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, 1 + _i);
+    ps_set(&ps, "sim_bandwidth_gbs", "54");
+    if (_i == 0) {
+        ps_set(&ps, "sim_submit_us", "100000"); /* the two small copies: one 100 ms call */
+    } else {
+        ps_set(&ps, "batch_max_copies", "1");
+        ps_set(&ps, "sim_single_copy_us", "50000"); /* every call 50 ms, in stream order */
+    }
+    static bench_t b;
+    bench_init(&b, &ps);
+    int split_member;
+    if (_i == 0) {
+        const int data[] = {bench_data(&b, 8 * KiB), bench_data(&b, 8 * KiB),
+                            bench_data(&b, 2 * MiB), bench_data(&b, 8 * KiB)};
+        split_member = bench_task(&b, C_TINY, data);
+    } else {
+        bench_new_task(&b, C_TINY, 8 * KiB, 8 * KiB);
+        const int data[] = {bench_data(&b, 8 * KiB), bench_data(&b, 8 * KiB),
+                            bench_data(&b, 2 * MiB), bench_data(&b, 8 * KiB)};
+        split_member = bench_task(&b, C_TINY, data);
+    }
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, 1);
+    ck_assert_uint_eq(s.split_copies, 1);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    uint64_t ran = atomic_load(&g_run_ns[split_member]);
+    for (int k = 0; k < nrec; k++) {
+        if (rec[k].dir != CONVOY__H2D)
+            continue;
+        ck_assert_uint_gt(rec[k].complete_ns, 0);
+        ck_assert_msg(ran >= rec[k].complete_ns,
+                      "the split member's chore ran %.3f ms before stage-in submission %llu "
+                      "(%d copies, %zu bytes, stream %d) of its ring had completed",
+                      (double)(rec[k].complete_ns - ran) / 1e6, (unsigned long long)rec[k].seq,
+                      rec[k].copies, rec[k].bytes, rec[k].stream);
+    }
+    free(rec);
+    bench_fini(&b);
+}
+END_TEST
+
+/*
+ * BUG: the pipeline reads the ring's class through its first member's task
+ * (r->m[0].task->cls in launch_group and pushout, device/pipeline_ring.c) when it
+ * launches and pushes out a later group, but members complete group by group and a
+ * completed task is freed once nothing else holds it: a use after free. Here the first
+ * member (small input) completes long before the second's 2 MiB input has crossed a
+ * 0.05 GB/s link; a CPU task inserted after them rewrites (without changing) the first
+ * member's data, so that the data stop referencing it. With the bug the split group
+ * reads freed memory (AddressSanitizer reports it; a plain build usually crashes or
+ * fails the member); fixed, both members succeed with the right outputs.
+ */
+START_TEST(test_split_group_after_first_member_freed)
+{
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, 2);
+    ps_set(&ps, "sim_bandwidth_gbs", "0.05");
+    static bench_t b;
+    bench_init(&b, &ps);
+    int first = bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
+    bench_new_task(&b, C_RW, 2 * MiB, 8 * KiB);
+    convoy_data_t *flows[] = {b.d[b.t[first].data[0]], b.d[b.t[first].data[1]]};
+    ck_assert_int_eq(convoy_task_insert(b.ctx, b.cls[C_TOUCH], NULL, 0, flows), 0);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, 1);
+    ck_assert_uint_eq(s.split_copies, 1);
+    bench_fini(&b);
+}
+END_TEST
+
+/* ---- chores ---------------------------------------------------------------------------- */
+
+/* A batchable class without a batch chore runs its per-task chore for each ring member
+ * (64 launches in one ring); with both chores, the batch chore runs once for the ring. */
+START_TEST(test_per_task_chores)
+{
+    const int n = 64;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, n);
+    static bench_t b;
+    bench_init(&b, &ps);
+    int cls = _i == 0 ? C_TINY_NOBATCH : C_TINY_BOTH;
+    for (int i = 0; i < n; i++)
+        bench_new_task(&b, cls, 8 * KiB, 8 * KiB);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, 1);
+    if (cls == C_TINY_NOBATCH) {
+        ck_assert_uint_eq(s.launches, (uint64_t)n);
+        ck_assert_int_eq(atomic_load(&g_task_chore_calls), n);
+        ck_assert_int_eq(g_ncalls, 0);
+    } else {
+        ck_assert_uint_eq(s.launches, 1);
+        ck_assert_int_eq(atomic_load(&g_task_chore_calls), 0);
+        ck_assert_int_eq(g_ncalls, 1);
+        ck_assert_int_eq(g_calls[0].n, n);
+        check_calls_partition(n);
+    }
+    bench_fini(&b);
+}
+END_TEST
+
+/* Tasks of a class that is not batchable travel alone, at once (even with a 10 s ring
+ * wait): one ring, one launch and one stage-in submission (its 3 inputs packed) each. */
+START_TEST(test_non_batchable_alone)
+{
+    const int n = 32;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, 256);
+    static bench_t b;
+    bench_init(&b, &ps);
+    for (int i = 0; i < n; i++)
+        bench_new_task(&b, C_SINGLE, 8 * KiB, 8 * KiB);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, (uint64_t)n);
+    ck_assert_uint_eq(s.launches, (uint64_t)n);
+    ck_assert_uint_eq(s.h2d_submissions, (uint64_t)n);
+    ck_assert_uint_eq(s.h2d_copies, 3 * (uint64_t)n);
+    ck_assert_uint_eq(s.d2h_submissions, (uint64_t)n);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    for (int k = 0; k < nrec; k++)
+        if (rec[k].dir == CONVOY__H2D)
+            ck_assert_int_eq(rec[k].copies, 3);
+    free(rec);
+    ck_assert_int_eq(atomic_load(&g_task_chore_calls), n);
+    bench_fini(&b);
+}
+END_TEST
+
+/* One stream of tasks mixing two batchable classes and a non-batchable one: rings hold
+ * one class (the batch chore of each class is called once, with that class's 32 tasks
+ * and no other), the non-batchable tasks travel alone. */
+START_TEST(test_mixed_classes)
+{
+    const int n = 32;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, n);
+    static bench_t b;
+    bench_init(&b, &ps);
+    for (int i = 0; i < n; i++) {
+        bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
+        bench_new_task(&b, C_RW2, 4 * KiB, 4 * KiB);
+        bench_new_task(&b, C_SINGLE, 2 * KiB, 2 * KiB);
+    }
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, 2 + (uint64_t)n);
+    ck_assert_uint_eq(s.launches, 2 + (uint64_t)n);
+    ck_assert_int_eq(g_ncalls, 2);
+    check_calls_partition(b.ntasks);
+    int seen_rw = 0, seen_rw2 = 0;
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(g_calls[k].n, n);
+        seen_rw += g_calls[k].cls == C_RW;
+        seen_rw2 += g_calls[k].cls == C_RW2;
+    }
+    ck_assert_int_eq(seen_rw, 1);
+    ck_assert_int_eq(seen_rw2, 1);
+    ck_assert_int_eq(atomic_load(&g_task_chore_calls), n);
+    bench_fini(&b);
+}
+END_TEST
+
+/* A trickle of tasks (one, then a pause of 250 times batch_max_wait_us, then the next)
+ * is not held back for a full ring: each closes on max_wait as a ring of one, and the
+ * batch chore is called once per task. */
+START_TEST(test_trickle)
+{
+    const int n = 8;
+    pset_t ps;
+    ps_base(&ps);
+    ps_set(&ps, "batch_max_tasks", "256");
+    ps_set(&ps, "batch_max_wait_us", "200");
+    static bench_t b;
+    bench_init(&b, &ps);
+    for (int i = 0; i < n; i++) {
+        bench_new_task(&b, C_TINY, 8 * KiB, 8 * KiB);
+        nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    }
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, (uint64_t)n);
+    ck_assert_int_eq(g_ncalls, n);
+    for (int k = 0; k < n; k++)
+        ck_assert_int_eq(g_calls[k].n, 1);
+    bench_fini(&b);
+}
+END_TEST
+
+/* Rings under memory pressure: a ring of 64 tasks needing 32 KiB each on a device of
+ * 256 KiB. The members that do not fit wait for memory and go in later rings, which evict
+ * the earlier rings' copies; every task succeeds with the right output, no batch chore
+ * call gets a task twice, and the sim never holds more than it has. */
+START_TEST(test_memory_pressure)
+{
+    const int n = 64;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, n);
+    ps_set(&ps, "sim_memory", "256K");
+    static bench_t b;
+    bench_init(&b, &ps);
+    for (int i = 0; i < n; i++)
+        bench_new_task(&b, C_TINY, 8 * KiB, 8 * KiB);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_gt(s.evictions, 0);
+    ck_assert_uint_gt(s.rings, 1);
+    ck_assert_uint_eq(s.h2d_copies, 3 * (uint64_t)n);
+    check_calls_partition(n);
+    int members = 0;
+    for (int k = 0; k < g_ncalls; k++) {
+        ck_assert_int_le(g_calls[k].n, 8); /* 256 KiB / 32 KiB */
+        members += g_calls[k].n;
+    }
+    ck_assert_int_eq(members, n);
+    bench_fini(&b);
+}
+END_TEST
+
+/* ---- failures at each stage ----------------------------------------------------------------- */
+
+#define FAIL_N 64
+
+/* FAIL_N tasks (one input, one output of 8 KiB each) in one ring, 16 copies per
+ * submission: 4 stage-in submissions (sim submissions 1-4) and 4 pushout ones. */
+static void fail_ring(bench_t *b, pset_t *ps)
+{
+    ps_ring_of(ps, FAIL_N);
+    ps_set(ps, "batch_max_copies", "16");
+    bench_init(b, ps);
+    for (int i = 0; i < FAIL_N; i++)
+        bench_new_task(b, C_RW, 8 * KiB, 8 * KiB);
+}
+
+/* Records k0 .. k0+count-1 are single copies, retried on stream. */
+static void check_retries(const convoy__sim_record_t *rec, int nrec, int k0, int count, int dir,
+                          int stream)
+{
+    ck_assert_int_le(k0 + count, nrec);
+    for (int k = k0; k < k0 + count; k++)
+        ck_assert_msg(rec[k].copies == 1 && rec[k].method == CONVOY__METHOD_LOOP &&
+                          rec[k].dir == dir && rec[k].stream == stream && !rec[k].failed,
+                      "record %d: %d copies, method %d, dir %d, stream %d, failed %d", k,
+                      rec[k].copies, rec[k].method, rec[k].dir, rec[k].stream, rec[k].failed);
+}
+
+/* A stage-in submission that fails after enqueueing 5 of its 16 copies has the other 11
+ * retried one at a time on the same stream, right after it; every task succeeds. */
+START_TEST(test_stage_in_failure_retried)
+{
+    pset_t ps;
+    ps_base(&ps);
+    ps_set(&ps, "sim_fail_submission", "2");
+    ps_set(&ps, "sim_fail_submitted", "5");
+    static bench_t b;
+    fail_ring(&b, &ps);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.retried_copies, 11);
+    ck_assert_uint_eq(s.h2d_submissions, 4);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    ck_assert_int_eq(nrec, 8 + 11);
+    ck_assert(rec[1].failed && rec[1].copies == 5 && rec[1].dir == CONVOY__H2D);
+    check_retries(rec, nrec, 2, 11, CONVOY__H2D, STREAM_IN);
+    ck_assert(!rec[13].failed && rec[13].copies == 16 && rec[13].dir == CONVOY__H2D);
+    free(rec);
+    bench_fini(&b);
+}
+END_TEST
+
+/* The same at pushout: the first pushout submission (sim submission 5) fails after 3
+ * copies; 13 are retried on the pushout stream; every task succeeds. */
+START_TEST(test_pushout_failure_retried)
+{
+    pset_t ps;
+    ps_base(&ps);
+    ps_set(&ps, "sim_fail_submission", "5");
+    ps_set(&ps, "sim_fail_submitted", "3");
+    static bench_t b;
+    fail_ring(&b, &ps);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.retried_copies, 13);
+    ck_assert_uint_eq(s.d2h_submissions, 4);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    ck_assert_int_eq(nrec, 8 + 13);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(rec[k].dir, CONVOY__H2D);
+    ck_assert(rec[4].failed && rec[4].copies == 3 && rec[4].dir == CONVOY__D2H);
+    check_retries(rec, nrec, 5, 13, CONVOY__D2H, STREAM_OUT);
+    free(rec);
+    bench_fini(&b);
+}
+END_TEST
+
+/*
+ * Failures that retries cannot mend: submission 2 fails after 5 copies and every 4th
+ * submission fails (sim_fail_every), retries included. Stage-in: 11 retries (sim
+ * submissions 3-13), of which 4, 8 and 12 fail: 3 members lose their input. Pushout of
+ * the other 61 (submissions 16, 28, 40 and 52 fail after 5 copies, each followed by its
+ * retries, of which 20, 24, 32, 36, 44, 48, 56 and 60 fail): 8 members lose their output
+ * copy. So exactly 11 tasks fail and 52 copies are retried; the members whose copies
+ * went through complete with the right output; the others' outputs are untouched, their
+ * successors cancelled, and the wait names a failed task, its class and the stage. The
+ * counts are also checked against the sim's log: failed single copies are the lost ones.
+ */
+START_TEST(test_unmended_failures)
+{
+    pset_t ps;
+    ps_base(&ps);
+    ps_set(&ps, "sim_fail_submission", "2");
+    ps_set(&ps, "sim_fail_submitted", "5");
+    ps_set(&ps, "sim_fail_every", "4");
+    static bench_t b;
+    fail_ring(&b, &ps);
+    char msg[1024];
+    convoy_status_t st = bench_wait(&b, msg, sizeof(msg));
+    ck_assert_int_eq(st, CONVOY_ERR_TASK_FAILED);
+    int nok = bench_check(&b);
+    convoy_stats_t s = bench_stats(&b);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    int lost[2] = {0, 0};
+    for (int k = 0; k < nrec; k++)
+        if (rec[k].failed && rec[k].method == CONVOY__METHOD_LOOP)
+            lost[rec[k].dir]++;
+    free(rec);
+    ck_assert_int_eq(lost[CONVOY__H2D], 3);
+    ck_assert_int_eq(lost[CONVOY__D2H], 8);
+    ck_assert_int_eq(nok, FAIL_N - 11);
+    ck_assert_uint_eq(s.tasks_failed, 11);
+    ck_assert_uint_eq(s.tasks_cancelled, 11); /* their observers */
+    ck_assert_uint_eq(s.retried_copies, 52);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(b.dev, &c);
+    ck_assert_uint_eq(c.submissions[CONVOY__H2D] + c.submissions[CONVOY__D2H],
+                      s.h2d_submissions + s.d2h_submissions + s.retried_copies);
+    ck_assert_msg(strstr(msg, "(class 'rw') failed: ") &&
+                      (strstr(msg, "stage-in of flow 0") || strstr(msg, "pushout from sim0")) &&
+                      strstr(msg, "11 task(s) failed and 11 were cancelled"),
+                  "message: %s", msg);
+    bench_fini(&b);
+}
+END_TEST
+
+/* A launch that fails: with per-task chores (loop 0), the 5th launch of a ring of 16 is
+ * the 5th member's, which alone fails, without running, with a launch message naming it;
+ * with a batch chore (loop 1), the ring's one launch fails all 16 members. Outputs of
+ * failed members are untouched, their successors cancelled. */
+START_TEST(test_launch_failure)
+{
+    const int n = 16;
+    pset_t ps;
+    ps_base(&ps);
+    ps_ring_of(&ps, n);
+    ps_set(&ps, "sim_fail_launch", _i == 0 ? "5" : "1");
+    static bench_t b;
+    bench_init(&b, &ps);
+    int cls = _i == 0 ? C_TINY_NOBATCH : C_TINY;
+    for (int i = 0; i < n; i++)
+        bench_new_task(&b, cls, 8 * KiB, 8 * KiB);
+    char msg[1024];
+    convoy_status_t st = bench_wait(&b, msg, sizeof(msg));
+    ck_assert_int_eq(st, CONVOY_ERR_TASK_FAILED);
+    int nok = bench_check(&b);
+    convoy_stats_t s = bench_stats(&b);
+    if (_i == 0) {
+        ck_assert_int_eq(nok, n - 1);
+        ck_assert(!task_ok(4));
+        ck_assert_int_eq(atomic_load(&g_ran[4]), 0);
+        /* Task 4's id is 8: every task is followed by its observer. */
+        ck_assert_msg(strstr(msg, "task 8 (class 'tiny_nobatch') failed: launch on sim0 "
+                                  "failed") &&
+                          strstr(msg, "injected failure of launch 5"),
+                      "message: %s", msg);
+        ck_assert_uint_eq(s.tasks_failed, 1);
+    } else {
+        ck_assert_int_eq(nok, 0);
+        ck_assert_msg(strstr(msg, "(class 'tiny') failed: launch on sim0 failed") &&
+                          strstr(msg, "16 task(s) failed and 16 were cancelled"),
+                      "message: %s", msg);
+        ck_assert_uint_eq(s.tasks_failed, (uint64_t)n);
+        ck_assert_uint_eq(s.d2h_copies, 0);
+    }
+    bench_fini(&b);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("batch");
+    TCase *tc = tu_tcase(s, "rings", 60);
+    tcase_add_loop_test(tc, test_ring_exact, 0, 2);
+    tcase_add_test(tc, test_caps);
+    tcase_add_test(tc, test_copy_once);
+    tcase_add_test(tc, test_large_after_small);
+    tcase_add_test(tc, test_small_complete_before_large);
+    tcase_add_loop_test(tc, test_split_member_waits_for_its_small_inputs, 0, 2);
+    tcase_add_test(tc, test_split_group_after_first_member_freed);
+    tc = tu_tcase(s, "chores", 60);
+    tcase_add_loop_test(tc, test_per_task_chores, 0, 2);
+    tcase_add_test(tc, test_non_batchable_alone);
+    tcase_add_test(tc, test_mixed_classes);
+    tcase_add_test(tc, test_trickle);
+    tcase_add_test(tc, test_memory_pressure);
+    tc = tu_tcase(s, "failures", 60);
+    tcase_add_test(tc, test_stage_in_failure_retried);
+    tcase_add_test(tc, test_pushout_failure_retried);
+    tcase_add_test(tc, test_unmended_failures);
+    tcase_add_loop_test(tc, test_launch_failure, 0, 2);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}

@@ -1,0 +1,761 @@
+/*
+ * check_trace: the trace (src/trace.c) and its reader (tools/trace_read.c,
+ * trace_summary.c, trace_svg.c).
+ *
+ * - Programs on the sim device under every scheduler write traces that parse; every
+ *   event has the fields its phase needs; X events of one lane nest; the trace's task,
+ *   launch and submission counts and bytes agree with convoy_get_stats; flow arrows
+ *   come in pairs; no temporary file is left.
+ * - The same with failing tasks (failed and cancelled events against the stats).
+ * - An unwritable trace path fails convoy_init with CONVOY_ERR_IO naming the path.
+ * - Two contexts in turn on one thread write two independent traces.
+ * - The writer on its own: overlapping stream events made serial, hostile names
+ *   escaped, many threads emitting at once, discard.
+ * - The reader: the summary of a real trace against the stats, the plot, and bad inputs
+ *   (not JSON, truncated, wrong types, missing fields, huge numbers, negative
+ *   durations, deep nesting) rejected with a message naming the file.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/trace.h"
+#include "src/util.h"
+#include "tests/test_util.h"
+#include "tools/trace_read.h"
+
+#define EPS_US 0.0005 /* half a nanosecond: times are written with 3 decimals in us */
+#define NDATA 24
+#define DATA_BYTES 4096
+#define TASKS_TID 32767
+
+static const char *const scheds[] = {"fifo", "batch"};
+
+/* ---- scratch folder ---------------------------------------------------------------- */
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/convoy_trace_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* Remove the scratch folder; fail if anything but the expected files is left (a
+ * temporary file of the trace writer, say). */
+static void remove_dir(int expected_files)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int n = 0;
+    char leftover[256] = "";
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        n++;
+        if (strstr(e->d_name, ".tmp.") != NULL)
+            snprintf(leftover, sizeof(leftover), "%s", e->d_name);
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+    ck_assert_msg(leftover[0] == '\0', "a temporary file was left: %s", leftover);
+    ck_assert_msg(n == expected_files, "%d files in the scratch folder, expected %d", n,
+                  expected_files);
+}
+
+/* ---- the program ------------------------------------------------------------------- */
+
+typedef struct prog_args {
+    int fail; /* 1: the CPU chore fails for this task's argument */
+} prog_args_t;
+
+static int add_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    int *a = t->flows[0];
+    const int *b = t->flows[1];
+    for (size_t i = 0; i < t->flow_bytes[0] / sizeof(int); i++)
+        a[i] += b[i] + 1;
+    return 0;
+}
+
+static int add_batch(const convoy_task_view_t *const *ts, int n, void *stream)
+{
+    for (int i = 0; i < n; i++)
+        add_chore(ts[i], stream);
+    return 0;
+}
+
+static int cpu_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    const prog_args_t *a = t->args;
+    int *v = t->flows[0];
+    v[0]++;
+    return a->fail ? 1 : 0;
+}
+
+typedef struct run_result {
+    convoy_stats_t stats;
+    int cpu_tasks; /* tasks of the CPU-only class */
+    convoy_status_t wait;
+} run_result_t;
+
+/* Run a small program on sim and the CPUs: chains of batchable 'add' tasks (sim), a
+ * CPU-only task every few (moves data home and back), and with fail set, one failing
+ * CPU task whose successors are cancelled. */
+static void run_program(const char *sched, const char *path, int fail, run_result_t *res)
+{
+    const char *presets[] = {"sched",       sched, "devices",  "sim", "trace", path,
+                             "trace_flows", "1",   "nthreads", "2",   NULL};
+    convoy_context_t *ctx = tu_init(presets);
+    convoy_access_t add_modes[2] = {CONVOY_RW, CONVOY_READ};
+    convoy_access_t cpu_modes[1] = {CONVOY_RW};
+    convoy_class_t *add, *cpu;
+    ck_assert_int_eq(
+        convoy_class_new(ctx, "add \"<&>\"", 2, add_modes, CONVOY_CLASS_BATCHABLE, &add),
+        CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(add, CONVOY_DEVICE_SIM, add_chore), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_batch_chore(add, CONVOY_DEVICE_SIM, add_batch),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_new(ctx, "cpu", 1, cpu_modes, 0, &cpu), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cpu, CONVOY_DEVICE_CPU, cpu_chore), CONVOY_SUCCESS);
+    convoy_data_t *d[NDATA];
+    for (int i = 0; i < NDATA; i++) {
+        int *mem = convoy_host_alloc(ctx, DATA_BYTES);
+        ck_assert_ptr_nonnull(mem);
+        memset(mem, 0, DATA_BYTES);
+        ck_assert_int_eq(convoy_data_new(ctx, mem, DATA_BYTES, &d[i]), CONVOY_SUCCESS);
+    }
+    res->cpu_tasks = 0;
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < NDATA; i++) {
+            convoy_data_t *f[2] = {d[i], d[(i + 7) % NDATA]};
+            ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, f), CONVOY_SUCCESS);
+            if (i % 5 == round) {
+                prog_args_t a = {.fail = fail && round == 1 && i == 6};
+                ck_assert_int_eq(convoy_task_insert(ctx, cpu, &a, sizeof(a), &d[i]),
+                                 CONVOY_SUCCESS);
+                res->cpu_tasks++;
+            }
+        }
+    }
+    res->wait = convoy_wait(ctx);
+    convoy_get_stats(ctx, &res->stats);
+    convoy_fini(ctx);
+    convoy_param_preset_clear();
+}
+
+/* ---- checking a trace with jansson ------------------------------------------------- */
+
+typedef struct xspan {
+    int pid, tid;
+    double ts, end;
+} xspan_t;
+
+static int cmp_span(const void *pa, const void *pb)
+{
+    const xspan_t *a = pa, *b = pb;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid)
+        return a->tid < b->tid ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->end > b->end ? -1 : a->end < b->end;
+}
+
+typedef struct counts {
+    uint64_t steps[7]; /* inserted .. cancelled */
+    uint64_t cpu_events, cpu_tasks, launches, launch_tasks;
+    uint64_t submissions, copies, bytes, splits;
+    uint64_t flow_s, flow_f;
+} counts_t;
+
+static const char *const step_names[] = {"inserted",  "ready",  "staged-in", "executed",
+                                         "completed", "failed", "cancelled"};
+
+static json_t *need(json_t *e, const char *key, int (*is)(const json_t *), size_t i)
+{
+    json_t *v = json_object_get(e, key);
+    ck_assert_msg(v != NULL && is(v), "event %zu: '%s' missing or of the wrong type", i, key);
+    return v;
+}
+
+static int is_number(const json_t *v)
+{
+    return json_is_number(v);
+}
+static int is_integer(const json_t *v)
+{
+    return json_is_integer(v);
+}
+static int is_string(const json_t *v)
+{
+    return json_is_string(v);
+}
+static int is_object(const json_t *v)
+{
+    return json_is_object(v);
+}
+
+static uint64_t arg_u64(json_t *e, const char *key, size_t i)
+{
+    json_t *args = need(e, "args", is_object, i);
+    json_int_t v = json_integer_value(need(args, key, is_integer, i));
+    ck_assert_msg(v >= 0, "event %zu: args.%s is negative", i, key);
+    return (uint64_t)v;
+}
+
+/* Parse the trace at path, check the fields of every event and the nesting of each
+ * lane, and count what the stats can be compared with. */
+static void check_trace_file(const char *path, counts_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    ck_assert_msg(root != NULL, "%s does not parse: line %d: %s", path, jerr.line, jerr.text);
+    json_t *events = json_object_get(root, "traceEvents");
+    ck_assert_msg(json_is_array(events), "no traceEvents array");
+    ck_assert_str_eq(json_string_value(json_object_get(root, "displayTimeUnit")), "ns");
+    ck_assert(
+        json_is_string(json_object_get(json_object_get(root, "otherData"), "convoy_version")));
+    size_t n = json_array_size(events), nx = 0;
+    xspan_t *xs = malloc((n + 1) * sizeof(*xs));
+    ck_assert_ptr_nonnull(xs);
+    json_int_t *flow_ids = calloc(n + 1, sizeof(*flow_ids));
+    double *flow_ts = calloc(n + 1, sizeof(*flow_ts));
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        ck_assert_msg(json_is_object(e), "event %zu is not an object", i);
+        const char *ph = json_string_value(need(e, "ph", is_string, i));
+        need(e, "pid", is_integer, i);
+        if (strcmp(ph, "M") == 0) {
+            json_t *args = need(e, "args", is_object, i);
+            need(args, "name", is_string, i);
+            continue;
+        }
+        double ts = json_number_value(need(e, "ts", is_number, i));
+        int pid = (int)json_integer_value(need(e, "pid", is_integer, i));
+        int tid = (int)json_integer_value(need(e, "tid", is_integer, i));
+        const char *name = json_string_value(need(e, "name", is_string, i));
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        ck_assert_msg(ts >= 0, "event %zu: ts %g before the trace's start", i, ts);
+        if (strcmp(ph, "X") == 0) {
+            double dur = json_number_value(need(e, "dur", is_number, i));
+            ck_assert_msg(dur >= 0, "event %zu: negative duration", i);
+            xs[nx++] = (xspan_t){pid, tid, ts, ts + dur};
+            ck_assert_ptr_nonnull(cat);
+            if (strcmp(cat, "copy") == 0) {
+                c->submissions++;
+                c->copies += arg_u64(e, "copies", i);
+                c->bytes += arg_u64(e, "bytes", i);
+                json_t *args = json_object_get(e, "args");
+                c->splits += json_is_true(json_object_get(args, "split"));
+                ck_assert(json_is_boolean(json_object_get(args, "split")));
+                ck_assert(json_is_string(json_object_get(args, "method")));
+                ck_assert(json_is_integer(json_object_get(args, "ring")));
+                ck_assert_msg(strcmp(name, "stage-in") == 0 || strcmp(name, "pushout") == 0 ||
+                                  strcmp(name, "evict") == 0,
+                              "event %zu: copy stage '%s'", i, name);
+            } else if (strcmp(cat, "launch") == 0) {
+                c->launches++;
+                c->launch_tasks += arg_u64(e, "tasks", i);
+            } else if (strcmp(cat, "cpu") == 0) {
+                c->cpu_events++;
+                c->cpu_tasks += arg_u64(e, "tasks", i);
+                arg_u64(e, "task", i);
+            }
+        } else if (strcmp(ph, "i") == 0) {
+            ck_assert_str_eq(json_string_value(need(e, "s", is_string, i)), "t");
+            ck_assert_str_eq(cat, "task");
+            ck_assert_int_eq(pid, 0);
+            ck_assert_int_eq(tid, TASKS_TID);
+            arg_u64(e, "task", i);
+            int k = 0;
+            while (k < 7 && strcmp(step_names[k], name) != 0)
+                k++;
+            ck_assert_msg(k < 7, "event %zu: unknown step %s", i, name);
+            c->steps[k]++;
+        } else if (strcmp(ph, "s") == 0 || strcmp(ph, "f") == 0) {
+            json_int_t id = json_integer_value(need(e, "id", is_integer, i));
+            ck_assert_str_eq(json_string_value(json_object_get(e, "bp")), "e");
+            ck_assert(id > 0 && (size_t)id <= n);
+            if (ph[0] == 's') {
+                c->flow_s++;
+                ck_assert_msg(flow_ids[id] == 0, "flow %lld starts twice", (long long)id);
+                flow_ids[id] = 1;
+                flow_ts[id] = ts;
+            } else {
+                c->flow_f++;
+                ck_assert_msg(flow_ids[id] == 1, "flow %lld ends before it starts or twice",
+                              (long long)id);
+                flow_ids[id] = 2;
+                ck_assert_msg(ts + EPS_US >= flow_ts[id], "flow %lld goes back in time",
+                              (long long)id);
+            }
+        } else if (strcmp(ph, "C") == 0) {
+            need(need(e, "args", is_object, i), "value", is_number, i);
+        } else {
+            ck_abort_msg("event %zu: unexpected phase '%s'", i, ph);
+        }
+    }
+    /* Nesting: on one lane, an event starting inside another ends inside it too. */
+    qsort(xs, nx, sizeof(*xs), cmp_span);
+    xspan_t *stack = malloc((nx + 1) * sizeof(*stack));
+    size_t depth = 0;
+    for (size_t i = 0; i < nx; i++) {
+        if (i > 0 && (xs[i].pid != xs[i - 1].pid || xs[i].tid != xs[i - 1].tid))
+            depth = 0;
+        while (depth > 0 && stack[depth - 1].end <= xs[i].ts + EPS_US)
+            depth--;
+        if (depth > 0)
+            ck_assert_msg(xs[i].end <= stack[depth - 1].end + EPS_US,
+                          "pid %d tid %d: [%.3f, %.3f] overlaps [%.3f, %.3f] partly", xs[i].pid,
+                          xs[i].tid, xs[i].ts, xs[i].end, stack[depth - 1].ts,
+                          stack[depth - 1].end);
+        stack[depth++] = xs[i];
+    }
+    free(stack);
+    free(xs);
+    free(flow_ids);
+    free(flow_ts);
+    json_decref(root);
+}
+
+/* What the trace says against what the stats say. */
+static void check_against_stats(const counts_t *c, const run_result_t *r)
+{
+    const convoy_stats_t *s = &r->stats;
+    ck_assert_uint_eq(c->steps[0], s->tasks_inserted);
+    ck_assert_uint_eq(c->steps[4], s->tasks_completed);
+    ck_assert_uint_eq(c->steps[5], s->tasks_failed);
+    ck_assert_uint_eq(c->steps[6], s->tasks_cancelled);
+    ck_assert_uint_eq(c->launches, s->launches);
+    ck_assert_uint_eq(c->submissions, s->h2d_submissions + s->d2h_submissions);
+    ck_assert_uint_eq(c->copies, s->h2d_copies + s->d2h_copies);
+    ck_assert_uint_eq(c->bytes, s->h2d_bytes + s->d2h_bytes);
+    ck_assert_uint_eq(c->splits, s->split_copies);
+    ck_assert_uint_eq(c->flow_s, c->flow_f);
+    /* Every task that ran did so in one CPU chore call or one launch. */
+    if (s->tasks_failed == 0 && s->tasks_cancelled == 0) {
+        ck_assert_uint_eq(c->cpu_tasks, (uint64_t)r->cpu_tasks);
+        ck_assert_uint_eq(c->cpu_tasks + c->launch_tasks, s->tasks_completed);
+    }
+}
+
+/* A program under each scheduler: the trace parses and agrees with the stats. */
+START_TEST(trace_of_a_run)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/run.json", dir);
+    run_result_t r;
+    run_program(scheds[_i], path, 0, &r);
+    ck_assert_int_eq(r.wait, CONVOY_SUCCESS);
+    ck_assert_uint_gt(r.stats.launches, 0);
+    ck_assert_uint_gt(r.stats.h2d_bytes, 0);
+    counts_t c;
+    check_trace_file(path, &c);
+    check_against_stats(&c, &r);
+    ck_assert_uint_gt(c.flow_s, 0);
+
+    /* The reader sees the same figures. */
+    convoy__tr_trace_t *t;
+    convoy__tr_summary_t *s;
+    char err[1024];
+    ck_assert_msg(convoy__tr_load(path, &t, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_msg(convoy__tr_summarise(t, &s, err, sizeof(err)) == 0, "%s", err);
+    const convoy__tr_figure_t *f = convoy__tr_figure(s, "bytes total");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq((uint64_t)f->value, r.stats.h2d_bytes + r.stats.d2h_bytes);
+    ck_assert_uint_eq((uint64_t)convoy__tr_figure(s, "tasks completed")->value,
+                      r.stats.tasks_completed);
+    ck_assert_uint_eq((uint64_t)convoy__tr_figure(s, "submissions")->value,
+                      r.stats.h2d_submissions + r.stats.d2h_submissions);
+    ck_assert_uint_eq((uint64_t)convoy__tr_figure(s, "launches")->value, r.stats.launches);
+    ck_assert_ptr_nonnull(convoy__tr_figure(s, "latency p99"));
+    ck_assert_ptr_nonnull(convoy__tr_figure(s, "sim0: stage-in time"));
+    ck_assert_int_gt(s->nslow, 0);
+    FILE *null = fopen("/dev/null", "w");
+    convoy__tr_print(null, t, s);
+    convoy__tr_print_compare(null, t, s, t, s);
+    fclose(null);
+
+    char svg[160];
+    snprintf(svg, sizeof(svg), "%s/run.svg", dir);
+    FILE *out = fopen(svg, "w");
+    ck_assert_int_eq(convoy__tr_plot(out, t, NULL, err, sizeof(err)), 0);
+    fclose(out);
+    char head[64] = "";
+    out = fopen(svg, "r");
+    ck_assert_uint_gt(fread(head, 1, sizeof(head) - 1, out), 10);
+    fclose(out);
+    ck_assert_msg(strncmp(head, "<?xml", 5) == 0, "the plot does not start as SVG: %s", head);
+    convoy__tr_summary_free(s);
+    convoy__tr_free(t);
+    remove_dir(2);
+}
+END_TEST
+
+/* Failing and cancelled tasks appear as such, as many as the stats count. */
+START_TEST(trace_of_failures)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/fail.json", dir);
+    run_result_t r;
+    run_program(scheds[_i], path, 1, &r);
+    ck_assert_int_eq(r.wait, CONVOY_ERR_TASK_FAILED);
+    ck_assert_uint_eq(r.stats.tasks_failed, 1);
+    ck_assert_uint_gt(r.stats.tasks_cancelled, 0);
+    counts_t c;
+    check_trace_file(path, &c);
+    check_against_stats(&c, &r);
+    remove_dir(1);
+}
+END_TEST
+
+/* A trace path that cannot be written fails init at once, naming the path. */
+START_TEST(unwritable_path)
+{
+    make_dir();
+    char path[160];
+    const char *const paths[] = {"/nonexistent-convoy-dir/sub/run.json", dir};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof(path), "%s", paths[k]);
+        const char *presets[] = {"devices", "host", "nthreads", "1", "trace", path, NULL};
+        tu_set_presets(presets);
+        convoy_context_t *ctx = NULL;
+        convoy_status_t st = convoy_init(NULL, NULL, &ctx);
+        ck_assert_int_eq(st, CONVOY_ERR_IO);
+        ck_assert_ptr_null(ctx);
+        ck_assert_msg(strstr(convoy_last_error(NULL), path) != NULL,
+                      "the message does not name %s: %s", path, convoy_last_error(NULL));
+    }
+    /* A failure later in init removes the temporary file too. */
+    snprintf(path, sizeof(path), "%s/x.json", dir);
+    const char *presets[] = {"devices", "host", "sched", "no-such-sched", "trace", path, NULL};
+    tu_set_presets(presets);
+    convoy_context_t *ctx = NULL;
+    ck_assert_int_ne(convoy_init(NULL, NULL, &ctx), CONVOY_SUCCESS);
+    remove_dir(0);
+}
+END_TEST
+
+/* Two contexts in turn on one thread: the second trace holds only its own events (the
+ * thread's buffer of the first trace is never reused). */
+START_TEST(two_traces_in_turn)
+{
+    make_dir();
+    char path[2][128];
+    run_result_t r[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path[k], sizeof(path[k]), "%s/run%d.json", dir, k);
+        run_program(scheds[k], path[k], 0, &r[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        counts_t c;
+        check_trace_file(path[k], &c);
+        check_against_stats(&c, &r[k]);
+    }
+    remove_dir(2);
+}
+END_TEST
+
+/* ---- the writer on its own --------------------------------------------------------- */
+
+static json_t *load_events(const char *path)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    ck_assert_msg(root != NULL, "%s: line %d: %s", path, jerr.line, jerr.text);
+    return root;
+}
+
+/* Stream events that overlap (enqueue time to poll time) come out serial, with the wait
+ * in args.queued_us; hostile names are escaped into valid JSON. */
+START_TEST(writer_serialises_and_escapes)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/w.json", dir);
+    convoy__trace_t *t;
+    ck_assert_int_eq(convoy__trace_open(NULL, path, 1, &t), CONVOY_SUCCESS);
+    static const char nasty[] = "q\"\\\n\x01\xff\xc3(\xe2\x82\xac end";
+    convoy__trace_name(t, 1, -1, nasty);
+    uint64_t t0 = convoy__now_ns() + 1000000000ull; /* ts are relative to the open */
+    /* Enqueued at 0, 1, 2 us; seen complete at 10, 8, 12 us. */
+    uint64_t start[] = {0, 1000, 2000}, end[] = {10000, 8000, 12000};
+    for (int i = 0; i < 3; i++)
+        convoy__trace_emit(t, &(convoy__trace_event_t){.kind = CONVOY__EV_SUBMISSION,
+                                                       .pid = 1,
+                                                       .tid = 1,
+                                                       .count = 1,
+                                                       .ts_ns = t0 + start[i],
+                                                       .dur_ns = end[i] - start[i],
+                                                       .bytes = 8,
+                                                       .ring_id = i,
+                                                       .method = 0});
+    convoy__trace_emit(
+        t, &(convoy__trace_event_t){
+               .kind = CONVOY__EV_TASK, .ts_ns = t0, .task_id = 3, .ring_id = -1, .name = nasty});
+    ck_assert_uint_eq(convoy__trace_count(t, CONVOY__EV_SUBMISSION), 3);
+    ck_assert_uint_eq(convoy__trace_count(t, CONVOY__EV_TASK), 1);
+    ck_assert_int_eq(convoy__trace_close(t), CONVOY_SUCCESS);
+
+    json_t *root = load_events(path);
+    json_t *ev = json_object_get(root, "traceEvents");
+    double ts[3], dur[3], queued[3] = {0};
+    int nx = 0, named = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (strcmp(ph, "M") == 0 && json_integer_value(json_object_get(e, "pid")) == 1) {
+            const char *n = json_string_value(json_object_get(json_object_get(e, "args"), "name"));
+            ck_assert_ptr_nonnull(strstr(n, "q\"\\\n\x01"));
+            ck_assert_ptr_nonnull(strstr(n, "\xef\xbf\xbd")); /* U+FFFD for bad bytes */
+            ck_assert_ptr_nonnull(strstr(n, "\xe2\x82\xac end"));
+            named++;
+        }
+        if (strcmp(ph, "X") != 0)
+            continue;
+        ck_assert_int_lt(nx, 3);
+        ts[nx] = json_number_value(json_object_get(e, "ts"));
+        dur[nx] = json_number_value(json_object_get(e, "dur"));
+        json_t *q = json_object_get(json_object_get(e, "args"), "queued_us");
+        if (q != NULL)
+            queued[nx] = json_number_value(q);
+        nx++;
+    }
+    ck_assert_int_eq(nx, 3);
+    ck_assert_int_eq(named, 1);
+    /* The first ended by 8 us, when the second was seen complete; the second started
+     * then and took no time; the third waited 6 us and ran 4. */
+    ck_assert_double_eq_tol(dur[0], 8.0, EPS_US);
+    ck_assert_double_eq_tol(ts[1], ts[0] + 8.0, EPS_US);
+    ck_assert_double_eq_tol(dur[1], 0.0, EPS_US);
+    ck_assert_double_eq_tol(queued[1], 7.0, EPS_US);
+    ck_assert_double_eq_tol(ts[2], ts[0] + 8.0, EPS_US);
+    ck_assert_double_eq_tol(dur[2], 4.0, EPS_US);
+    ck_assert_double_eq_tol(queued[2], 6.0, EPS_US);
+    json_decref(root);
+    remove_dir(1);
+}
+END_TEST
+
+#define NTHREADS 8
+#define PER_THREAD 20000
+
+static void *emitter(void *arg)
+{
+    convoy__trace_t *t = arg;
+    static const char *const names[] = {"alpha", "beta", "gamma"};
+    for (int i = 0; i < PER_THREAD; i++)
+        convoy__trace_emit(t, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                       .stage = (uint8_t)(i % 7),
+                                                       .ts_ns = 1000 + (uint64_t)i,
+                                                       .task_id = (uint64_t)i,
+                                                       .ring_id = -1,
+                                                       .name = names[i % 3]});
+    return NULL;
+}
+
+/* Many threads emit at once (lock-free appends, chunk growth): nothing is lost. */
+START_TEST(writer_many_threads)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/m.json", dir);
+    convoy__trace_t *t;
+    ck_assert_int_eq(convoy__trace_open(NULL, path, 0, &t), CONVOY_SUCCESS);
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, emitter, t), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_uint_eq(convoy__trace_count(t, CONVOY__EV_TASK), NTHREADS * PER_THREAD);
+    ck_assert_int_eq(convoy__trace_close(t), CONVOY_SUCCESS);
+    counts_t c;
+    check_trace_file(path, &c);
+    uint64_t sum = 0;
+    for (int k = 0; k < 7; k++)
+        sum += c.steps[k];
+    ck_assert_uint_eq(sum, NTHREADS * PER_THREAD);
+    remove_dir(1);
+}
+END_TEST
+
+/* A trace without events is valid JSON too; a later name replaces an earlier one. */
+START_TEST(writer_empty)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/e.json", dir);
+    convoy__trace_t *t;
+    ck_assert_int_eq(convoy__trace_open(NULL, path, 1, &t), CONVOY_SUCCESS);
+    convoy__trace_name(t, 2, 3, "first");
+    convoy__trace_name(t, 2, 3, "second");
+    ck_assert_int_eq(convoy__trace_close(t), CONVOY_SUCCESS);
+    counts_t c;
+    check_trace_file(path, &c);
+    json_t *root = load_events(path);
+    json_t *ev = json_object_get(root, "traceEvents");
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        if (json_integer_value(json_object_get(e, "pid")) == 2) {
+            ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "args"), "name")),
+                             "second");
+            seen++;
+        }
+    }
+    ck_assert_int_eq(seen, 1);
+    json_decref(root);
+    remove_dir(1);
+}
+END_TEST
+
+/* Discard leaves nothing behind, and accepts NULL (as close does). */
+START_TEST(writer_discard)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/d.json", dir);
+    convoy__trace_t *t;
+    ck_assert_int_eq(convoy__trace_open(NULL, path, 0, &t), CONVOY_SUCCESS);
+    convoy__trace_emit(
+        t, &(convoy__trace_event_t){
+               .kind = CONVOY__EV_COUNTER, .pid = 1, .ts_ns = 5, .bytes = 7, .name = "mem"});
+    convoy__trace_discard(t);
+    convoy__trace_discard(NULL);
+    ck_assert_int_eq(convoy__trace_close(NULL), CONVOY_SUCCESS);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    remove_dir(0);
+}
+END_TEST
+
+/* ---- the reader on bad input ------------------------------------------------------- */
+
+typedef struct bad_input {
+    const char *text;
+    const char *says;
+} bad_input_t;
+
+#define EV(body) "{\"traceEvents\":[" body "]}"
+#define XHEAD "\"ph\":\"X\",\"name\":\"n\",\"pid\":0,\"tid\":0"
+
+static const bad_input_t bad_inputs[] = {
+    {"this is not json", "not valid JSON"},
+    {"{\"traceEvents\":[{\"ph\":\"X\",", "not valid JSON"},
+    {"", "not valid JSON"},
+    {"{}", "no 'traceEvents'"},
+    {"[]x", "data after the end"},
+    {"{\"traceEvents\":[]} {}", "data after the end"},
+    {"{\"traceEvents\":[],\"traceEvents\":[]}", "appears twice"},
+    {"{\"traceEvents\":[{\"ph\":\"B\"} {}]}", "expected ',' or ']'"},
+    {"{1:2}", "expected a string"},
+    {"{\"traceEvents\":5}", "'traceEvents' must be an array"},
+    {EV("7"), "not an object"},
+    {EV("{\"name\":\"x\"}"), "'ph' is missing"},
+    {EV("{\"ph\":3}"), "'ph' must be a string"},
+    {EV("{" XHEAD ",\"ts\":\"1\",\"dur\":1}"), "'ts' must be a number"},
+    {EV("{" XHEAD ",\"ts\":1}"), "'dur' is missing"},
+    {EV("{" XHEAD ",\"ts\":1,\"dur\":-5}"), "a duration must be"},
+    {EV("{" XHEAD ",\"ts\":1e300,\"dur\":1}"), "out of"},
+    {EV("{" XHEAD ",\"ts\":1e999,\"dur\":1}"), "not valid JSON"},
+    {EV("{" XHEAD ",\"ts\":1,\"dur\":1,\"pid\":99999999999999999999}"), "not valid JSON"},
+    {EV("{\"ph\":\"X\",\"name\":\"n\",\"tid\":0,\"ts\":1,\"dur\":1}"), "'pid' is missing"},
+    {EV("{\"ph\":\"X\",\"name\":\"n\",\"pid\":4294967296,\"tid\":0,\"ts\":1,\"dur\":1}"), "out of"},
+    {EV("{" XHEAD ",\"ts\":1,\"dur\":1,\"cat\":\"copy\"}"), "'args' is missing"},
+    {EV("{\"ph\":\"X\",\"name\":\"stage-in\",\"pid\":0,\"tid\":0,\"ts\":1,\"dur\":1,"
+        "\"cat\":\"copy\",\"args\":{\"ring\":0,\"copies\":1,\"method\":\"sm\",\"split\":false}}"),
+     "'args.bytes' is missing"},
+    {EV("{\"ph\":\"X\",\"name\":\"stage-in\",\"pid\":0,\"tid\":0,\"ts\":1,\"dur\":1,"
+        "\"cat\":\"copy\",\"args\":{\"ring\":0,\"copies\":1,\"bytes\":-8,\"method\":\"sm\","
+        "\"split\":false}}"),
+     "'args.bytes' is -8"},
+    {EV("{\"ph\":\"i\",\"name\":\"exploded\",\"cat\":\"task\",\"pid\":0,\"tid\":0,\"ts\":1,"
+        "\"args\":{\"task\":1,\"ring\":-1}}"),
+     "unknown task step"},
+    {EV("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":5}}"),
+     "'args.name' must be a string"},
+};
+
+/* Each bad input fails with a message that names the file and says what is wrong. */
+START_TEST(reader_rejects_bad_input)
+{
+    char err[1024];
+    convoy__tr_trace_t *t = NULL;
+    for (size_t k = 0; k < sizeof(bad_inputs) / sizeof(bad_inputs[0]); k++) {
+        const bad_input_t *b = &bad_inputs[k];
+        err[0] = '\0';
+        int rc = convoy__tr_parse(b->text, strlen(b->text), "bad.json", &t, err, sizeof(err));
+        ck_assert_msg(rc == -1, "input %zu was accepted: %s", k, b->text);
+        ck_assert_msg(strncmp(err, "bad.json: ", 10) == 0, "input %zu: '%s'", k, err);
+        ck_assert_msg(strstr(err, b->says) != NULL, "input %zu: '%s' does not say '%s'", k, err,
+                      b->says);
+    }
+    /* Deep nesting. */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth + 32);
+    ck_assert_ptr_nonnull(deep);
+    strcpy(deep, "{\"traceEvents\":");
+    size_t len = strlen(deep);
+    memset(deep + len, '[', depth);
+    memset(deep + len + depth, ']', depth);
+    strcpy(deep + len + 2 * depth, "}");
+    ck_assert_int_eq(convoy__tr_parse(deep, strlen(deep), "deep.json", &t, err, sizeof(err)), -1);
+    ck_assert_msg(strncmp(err, "deep.json: ", 11) == 0, "%s", err);
+    free(deep);
+    /* Files that do not exist or are folders. */
+    ck_assert_int_eq(convoy__tr_load("/nonexistent/trace.json", &t, err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/trace.json: cannot open"));
+    ck_assert_int_eq(convoy__tr_load("/", &t, err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, "/: "));
+    /* A valid trace with nothing convoy wrote still summarises. */
+    static const char other[] = "[{\"ph\":\"B\",\"name\":\"x\"},{\"ph\":\"X\",\"name\":\"n\","
+                                "\"pid\":3,\"tid\":1,\"ts\":0,\"dur\":2}]";
+    ck_assert_int_eq(convoy__tr_parse(other, strlen(other), "o.json", &t, err, sizeof(err)), 0);
+    convoy__tr_summary_t *s;
+    ck_assert_int_eq(convoy__tr_summarise(t, &s, err, sizeof(err)), 0);
+    ck_assert_ptr_nonnull(convoy__tr_figure(s, "pid 3: other time"));
+    convoy__tr_summary_free(s);
+    convoy__tr_free(t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("trace");
+    TCase *tc = tu_tcase(s, "runs", 60);
+    tcase_add_loop_test(tc, trace_of_a_run, 0, 2);
+    tcase_add_loop_test(tc, trace_of_failures, 0, 2);
+    tcase_add_test(tc, two_traces_in_turn);
+    tcase_add_test(tc, unwritable_path);
+    tc = tu_tcase(s, "writer", 30);
+    tcase_add_test(tc, writer_serialises_and_escapes);
+    tcase_add_test(tc, writer_many_threads);
+    tcase_add_test(tc, writer_empty);
+    tcase_add_test(tc, writer_discard);
+    tc = tu_tcase(s, "reader", 30);
+    tcase_add_test(tc, reader_rejects_bad_input);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}

@@ -1,0 +1,89 @@
+# tests/: Check suites (when Check is installed) and GPU test programs (when CUDA is
+# built; they exit 77, "skipped", without a GPU). All run under automake's parallel test
+# harness: `make check -j2`; logs in tests/NAME.log and test-suite.log.
+
+# CK_DEFAULT_TIMEOUT: seconds per Check test (forked), unless the caller set it.
+AM_TESTS_ENVIRONMENT = \
+	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-120}; export CK_DEFAULT_TIMEOUT;
+
+if HAVE_CHECK
+convoy_check_suites = \
+	tests/check_param \
+	tests/check_component \
+	tests/check_deps \
+	tests/check_api \
+	tests/check_pipeline \
+	tests/check_batch \
+	tests/check_plan
+check_PROGRAMS += $(convoy_check_suites)
+TESTS += $(convoy_check_suites)
+
+convoy_check_cflags = $(AM_CFLAGS) $(CHECK_CFLAGS)
+convoy_check_ldadd = $(LDADD) $(CHECK_LIBS)
+convoy_check_util = tests/test_util.c tests/test_util.h
+
+tests_check_param_SOURCES = tests/check_param.c $(convoy_check_util)
+tests_check_param_CFLAGS = $(convoy_check_cflags)
+tests_check_param_LDADD = $(convoy_check_ldadd)
+
+tests_check_component_SOURCES = tests/check_component.c $(convoy_check_util)
+tests_check_component_CFLAGS = $(convoy_check_cflags)
+tests_check_component_LDADD = $(convoy_check_ldadd)
+
+tests_check_deps_SOURCES = tests/check_deps.c $(convoy_check_util)
+tests_check_deps_CFLAGS = $(convoy_check_cflags)
+tests_check_deps_LDADD = $(convoy_check_ldadd)
+
+tests_check_api_SOURCES = tests/check_api.c $(convoy_check_util)
+tests_check_api_CFLAGS = $(convoy_check_cflags)
+tests_check_api_LDADD = $(convoy_check_ldadd)
+
+tests_check_pipeline_SOURCES = tests/check_pipeline.c $(convoy_check_util)
+tests_check_pipeline_CFLAGS = $(convoy_check_cflags)
+tests_check_pipeline_LDADD = $(convoy_check_ldadd)
+
+tests_check_batch_SOURCES = tests/check_batch.c $(convoy_check_util)
+tests_check_batch_CFLAGS = $(convoy_check_cflags)
+tests_check_batch_LDADD = $(convoy_check_ldadd)
+
+tests_check_plan_SOURCES = tests/check_plan.c $(convoy_check_util)
+tests_check_plan_CFLAGS = $(convoy_check_cflags)
+tests_check_plan_LDADD = $(convoy_check_ldadd)
+endif
+
+if HAVE_CUDA
+convoy_gpu_tests = tests/gpu_copy tests/gpu_tasks
+check_PROGRAMS += $(convoy_gpu_tests)
+TESTS += $(convoy_gpu_tests)
+
+tests_gpu_copy_SOURCES = tests/gpu_copy.c
+tests_gpu_tasks_SOURCES = tests/gpu_tasks.c bench/tiny_tasks_cuda.cu
+# Never built: links the program with the C linker.
+nodist_EXTRA_tests_gpu_tasks_SOURCES = tests/gpu_tasks_linker.c
+endif
+
+# The guide's example program (doc/example.c), run on whatever devices are here.
+check_PROGRAMS += doc/example
+TESTS += doc/example
+doc_example_SOURCES = doc/example.c
+
+# doc/reference.md lists every parameter (tests/reference_params.sh).
+TESTS += tests/reference_params.sh
+EXTRA_DIST += tests/reference_params.sh doc/make-reference.sh doc/reference.md.in doc/example.c
+
+# The trace: its Check suite (runtime + reader) and a bounded fuzz run of the reader.
+if HAVE_JANSSON
+if HAVE_CHECK
+check_PROGRAMS += tests/check_trace
+TESTS += tests/check_trace
+tests_check_trace_SOURCES = tests/check_trace.c $(convoy_check_util) $(convoy_trace_reader)
+tests_check_trace_CFLAGS = $(convoy_check_cflags) $(JANSSON_CFLAGS)
+tests_check_trace_LDADD = $(convoy_check_ldadd) $(JANSSON_LIBS)
+endif
+check_PROGRAMS += tests/trace_fuzz
+TESTS += tests/trace_fuzz
+tests_trace_fuzz_SOURCES = tests/trace_fuzz.c $(convoy_trace_reader)
+tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
+endif
+EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c

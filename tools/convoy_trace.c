@@ -1,0 +1,209 @@
+/*
+ * convoy-trace: read the traces convoy writes (CONVOY_TRACE=run.json).
+ *
+ *   convoy-trace summary run.json            per-stage time, rings, submissions, latency
+ *   convoy-trace compare a.json b.json       the same figures side by side, with b/a
+ *   convoy-trace plot run.json -o run.svg    an SVG timeline, one lane per stream/worker
+ *
+ * Exit status: 0 on success; 2 for a usage error or an input that cannot be read or is
+ * not a valid trace (the message names the file and what is wrong); 1 when the output
+ * cannot be written.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/trace_read.h"
+
+#define EXIT_BAD_INPUT 2
+#define EXIT_OUTPUT 1
+
+static const char usage_text[] =
+    "usage: convoy-trace summary TRACE.json\n"
+    "       convoy-trace compare A.json B.json\n"
+    "       convoy-trace plot TRACE.json -o OUT.svg [--width PIXELS] [--from US] [--to US]\n"
+    "       convoy-trace --help | --version\n"
+    "\n"
+    "Reads the Chrome trace-event JSON that convoy writes with CONVOY_TRACE=FILE.\n"
+    "  summary  time per stage and device, ring sizes, submissions (copies per\n"
+    "           submission, bytes, achieved bandwidth per copy method, splits), task\n"
+    "           latency from insertion to completion (p50, p90, p99), the slowest tasks,\n"
+    "           failed and cancelled tasks\n"
+    "  compare  the same figures for two traces side by side, with the ratio b/a\n"
+    "  plot     an SVG timeline: one lane per stream or worker, copies and launches as\n"
+    "           colored rectangles; --from/--to select a window (microseconds from the\n"
+    "           trace's start), --width the picture's width (default 1600)\n"
+    "Exit status: 0 success, 1 the output could not be written, 2 usage error or bad input.\n";
+
+static int usage(const char *why)
+{
+    if (why != NULL)
+        fprintf(stderr, "convoy-trace: %s\n", why);
+    fputs(usage_text, stderr);
+    return EXIT_BAD_INPUT;
+}
+
+/* Load and summarise one file; prints the error and returns -1 on failure. */
+static int load(const char *path, convoy__tr_trace_t **t_p, convoy__tr_summary_t **s_p)
+{
+    char err[1024];
+    if (convoy__tr_load(path, t_p, err, sizeof(err)) != 0) {
+        fprintf(stderr, "convoy-trace: %s\n", err);
+        return -1;
+    }
+    if (s_p != NULL && convoy__tr_summarise(*t_p, s_p, err, sizeof(err)) != 0) {
+        fprintf(stderr, "convoy-trace: %s\n", err);
+        convoy__tr_free(*t_p);
+        return -1;
+    }
+    return 0;
+}
+
+static int finish_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "convoy-trace: writing to standard output failed: %s\n", strerror(errno));
+        return EXIT_OUTPUT;
+    }
+    return 0;
+}
+
+static int cmd_summary(int argc, char **argv)
+{
+    if (argc != 1)
+        return usage("summary takes one trace file");
+    convoy__tr_trace_t *t;
+    convoy__tr_summary_t *s;
+    if (load(argv[0], &t, &s) != 0)
+        return EXIT_BAD_INPUT;
+    convoy__tr_print(stdout, t, s);
+    convoy__tr_summary_free(s);
+    convoy__tr_free(t);
+    return finish_stdout();
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    if (argc != 2)
+        return usage("compare takes two trace files");
+    convoy__tr_trace_t *ta, *tb;
+    convoy__tr_summary_t *a, *b;
+    if (load(argv[0], &ta, &a) != 0)
+        return EXIT_BAD_INPUT;
+    if (load(argv[1], &tb, &b) != 0) {
+        convoy__tr_summary_free(a);
+        convoy__tr_free(ta);
+        return EXIT_BAD_INPUT;
+    }
+    convoy__tr_print_compare(stdout, ta, a, tb, b);
+    convoy__tr_summary_free(a);
+    convoy__tr_summary_free(b);
+    convoy__tr_free(ta);
+    convoy__tr_free(tb);
+    return finish_stdout();
+}
+
+/* A number option's value: finite, the whole string. */
+static int parse_number(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = s != NULL ? strtod(s, &end) : NAN;
+    if (s == NULL || end == s || *end != '\0' || errno != 0 || !isfinite(v)) {
+        fprintf(stderr, "convoy-trace: %s needs a number, not '%s'\n", opt, s ? s : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int cmd_plot(int argc, char **argv)
+{
+    const char *in = NULL, *outp = NULL;
+    convoy__tr_plot_opts_t opts = {0};
+    double width = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (v == NULL)
+                return usage("-o needs a file name");
+            outp = v;
+            i++;
+        } else if (strcmp(a, "--width") == 0 || strcmp(a, "--from") == 0 ||
+                   strcmp(a, "--to") == 0) {
+            double *dst = a[2] == 'w' ? &width : a[2] == 'f' ? &opts.from_us : &opts.to_us;
+            if (parse_number(a, v, dst) != 0)
+                return usage(NULL);
+            i++;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "convoy-trace: unknown option %s\n", a);
+            return usage(NULL);
+        } else if (in == NULL) {
+            in = a;
+        } else {
+            return usage("plot takes one trace file");
+        }
+    }
+    if (in == NULL || outp == NULL)
+        return usage("plot needs a trace file and -o OUT.svg");
+    if (width != 0 && (width < 400 || width > 100000))
+        return usage("--width must be between 400 and 100000 pixels");
+    opts.width = (int)width;
+    if ((opts.from_us != 0 || opts.to_us != 0) && !(opts.to_us > opts.from_us))
+        return usage("--to must be after --from");
+    convoy__tr_trace_t *t;
+    if (load(in, &t, NULL) != 0)
+        return EXIT_BAD_INPUT;
+    int to_stdout = strcmp(outp, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(outp, "w");
+    if (out == NULL) {
+        fprintf(stderr, "convoy-trace: cannot write %s: %s\n", outp, strerror(errno));
+        convoy__tr_free(t);
+        return EXIT_OUTPUT;
+    }
+    char err[1024];
+    int rc = convoy__tr_plot(out, t, &opts, err, sizeof(err));
+    if (!to_stdout && fclose(out) != 0 && rc == 0) {
+        snprintf(err, sizeof(err), "writing %s failed: %s", outp, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "convoy-trace: %s\n", err);
+        if (!to_stdout)
+            remove(outp);
+    }
+    convoy__tr_free(t);
+    return rc != 0 ? EXIT_OUTPUT : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage("no command given");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return finish_stdout();
+    }
+    if (strcmp(cmd, "--version") == 0) {
+#ifdef PACKAGE_VERSION
+        printf("convoy-trace (convoy) %s\n", PACKAGE_VERSION);
+#else
+        printf("convoy-trace (convoy)\n");
+#endif
+        return finish_stdout();
+    }
+    if (strcmp(cmd, "summary") == 0)
+        return cmd_summary(argc - 2, argv + 2);
+    if (strcmp(cmd, "compare") == 0)
+        return cmd_compare(argc - 2, argv + 2);
+    if (strcmp(cmd, "plot") == 0)
+        return cmd_plot(argc - 2, argv + 2);
+    fprintf(stderr, "convoy-trace: unknown command '%s'\n", cmd);
+    return usage(NULL);
+}
