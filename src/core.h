@@ -111,8 +111,8 @@ static inline size_t *convoy__task_bytes(convoy__task_t *t)
 typedef struct convoy__queue_wait {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    uint64_t pushes; /* bumped under lock by each push */
-    int sleepers;
+    _Atomic uint64_t pushes; /* bumped by each push */
+    atomic_int sleepers;     /* consumers in (or entering) the wait */
 } convoy__queue_wait_t;
 
 typedef struct convoy__stats_atomic {

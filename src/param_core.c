@@ -52,6 +52,13 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 1 << 20,
      .doc = "tasks in flight per accelerator (taken from the scheduler and not yet complete): "
             "stage-in of the next rings overlaps execution of the last"},
+    {.name = "spin_us",
+     .type = CONVOY__PARAM_DOUBLE,
+     .def = "20",
+     .min = 0,
+     .max = 100000,
+     .doc = "how long an idle CPU worker polls for new tasks before it sleeps (a sleeping "
+            "worker costs a wake-up of a few us per task)"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",

@@ -20,23 +20,24 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
     convoy__queue_wake(ctx, queue);
 }
 
+/* Pushes and sleepers are sequentially consistent atomics: a pusher bumps `pushes` then
+ * reads `sleepers`; a sleeper bumps `sleepers` then reads `pushes` (under the lock, which
+ * it holds into the wait). One of the two always sees the other, so no push is missed,
+ * and a push takes no lock while every consumer is awake. */
 void convoy__queue_wake(convoy_context_t *ctx, int queue)
 {
     convoy__queue_wait_t *w = &ctx->qwait[queue];
-    pthread_mutex_lock(&w->lock);
-    w->pushes++;
-    if (w->sleepers > 0)
+    atomic_fetch_add(&w->pushes, 1);
+    if (atomic_load(&w->sleepers) > 0) {
+        pthread_mutex_lock(&w->lock);
         pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->lock);
+    }
 }
 
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue)
 {
-    convoy__queue_wait_t *w = &ctx->qwait[queue];
-    pthread_mutex_lock(&w->lock);
-    uint64_t n = w->pushes;
-    pthread_mutex_unlock(&w->lock);
-    return n;
+    return atomic_load(&ctx->qwait[queue].pushes);
 }
 
 void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns)
@@ -45,15 +46,31 @@ void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64
     struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
                           .tv_nsec = (long)(deadline_ns % 1000000000ull)};
     pthread_mutex_lock(&w->lock);
-    w->sleepers++;
-    while (w->pushes == seen && !atomic_load(&ctx->stopping)) {
+    atomic_fetch_add(&w->sleepers, 1);
+    while (atomic_load(&w->pushes) == seen && !atomic_load(&ctx->stopping)) {
         if (deadline_ns == UINT64_MAX)
             pthread_cond_wait(&w->cond, &w->lock);
         else if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT)
             break;
     }
-    w->sleepers--;
+    atomic_fetch_sub(&w->sleepers, 1);
     pthread_mutex_unlock(&w->lock);
+}
+
+/* Poll the queue's push count for up to spin_ns before sleeping: a worker that sleeps
+ * costs a futex wake-up (a few us) per task when tasks trickle in one at a time. */
+static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t spin_ns)
+{
+    if (spin_ns == 0)
+        return;
+    uint64_t until = convoy__now_ns() + spin_ns;
+    for (int i = 0; convoy__queue_pushes(ctx, queue) == seen && !atomic_load(&ctx->stopping); i++) {
+        if ((i & 63) == 63 && convoy__now_ns() >= until)
+            break;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
 }
 
 typedef struct worker_arg {
@@ -89,6 +106,7 @@ static void *worker_main(void *p)
         convoy__trace_name(ctx->trace, 0, index, name);
     }
     convoy__task_t *ring[CONVOY__CPU_RING_MAX];
+    uint64_t spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_us") * 1000.0);
     for (;;) {
         uint64_t seen = convoy__queue_pushes(ctx, 0);
         uint64_t deadline = UINT64_MAX;
@@ -100,6 +118,9 @@ static void *worker_main(void *p)
         }
         if (atomic_load(&ctx->stopping))
             break;
+        queue_spin(ctx, 0, seen, spin_ns);
+        if (convoy__queue_pushes(ctx, 0) != seen)
+            continue;
         convoy__queue_sleep(ctx, 0, seen, deadline);
     }
     return NULL;
