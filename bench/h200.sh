@@ -41,19 +41,31 @@ for s in fifo batch; do
     run tiny bench/tiny_tasks --convoy-sched=$s --batch-chore=off
 done
 run tiny bench/tiny_tasks --convoy-sched=batch --batch-chore=on --baselines
+run tiny bench/tiny_tasks --convoy-sched=batch --batch-chore=on
 for m in engine sm loop; do
     run tiny bench/tiny_tasks --convoy-sched=batch --convoy-copy-method=$m
 done
-run tiny bench/tiny_tasks --convoy-sched=batch --flow-bytes=1024
-run tiny bench/tiny_tasks --convoy-sched=batch --flow-bytes=65536
-run tiny bench/tiny_tasks --convoy-sched=fifo --flow-bytes=65536
+for t in 64 1024; do
+    run tiny bench/tiny_tasks --convoy-sched=batch --convoy-batch-max-tasks=$t
+done
+run tiny bench/tiny_tasks --convoy-sched=batch --convoy-max-inflight=4096
+for b in 1024 65536; do
+    run tiny bench/tiny_tasks --convoy-sched=batch --flow-bytes=$b
+    run tiny bench/tiny_tasks --convoy-sched=fifo --flow-bytes=$b
+done
 run mixed bench/mixed_latency --convoy-sched=fifo
 run mixed bench/mixed_latency --convoy-sched=batch
 run mixed bench/mixed_latency --convoy-sched=batch --convoy-batch-split-bytes=0
 run overhead bench/overhead
-CONVOY_TRACE="$out/tiny_batch.json" bench/tiny_tasks --convoy-sched=batch --tasks=4096 >>"$out/bench.log" 2>&1
-CONVOY_TRACE="$out/tiny_fifo.json" bench/tiny_tasks --convoy-sched=fifo --tasks=4096 >>"$out/bench.log" 2>&1
-gzip -f "$out"/*.json 2>/dev/null
+run overhead bench/overhead --convoy-spin-us=0
+run overhead bench/overhead --convoy-nthreads=4
+mkdir -p "$out/traces"
+for s in fifo batch; do
+    CONVOY_TRACE="$out/traces/tiny_$s.json" bench/tiny_tasks --convoy-sched=$s --tasks=2048 >>"$out/bench.log" 2>&1
+done
+CONVOY_TRACE="$out/traces/mixed_split_on.json" bench/mixed_latency --convoy-sched=batch --rounds=2 >>"$out/bench.log" 2>&1
+CONVOY_TRACE="$out/traces/mixed_split_off.json" bench/mixed_latency --convoy-sched=batch --convoy-batch-split-bytes=0 --rounds=2 >>"$out/bench.log" 2>&1
+(cd "$out" && tar czf traces.tgz traces && rm -rf traces)
 
 sanitize=0
 if command -v compute-sanitizer >/dev/null; then
@@ -69,3 +81,4 @@ grep -E "^(# (PASS|FAIL|SKIP|ERROR)|[0-9]+ passed)" "$out/check.log" "$out/tests
 grep -E "verified=no|rc=[1-9]" "$out/bench.log" | head
 grep -E "^(tiny_tasks|mixed_latency|overhead|raw_cuda|copy_paths configs)" "$out/bench.log" |
     sed -E 's/ (flow_bytes|inputs|outputs|h2d_copies|d2h_copies|small|rounds)=[^ ]*//g'
+(cd "$out" && tar czf logs.tgz ./*.log machine.txt && rm -f ./*.log)

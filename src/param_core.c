@@ -54,11 +54,12 @@ const convoy__param_def_t convoy__core_params[] = {
             "stage-in of the next rings overlaps execution of the last"},
     {.name = "spin_us",
      .type = CONVOY__PARAM_DOUBLE,
-     .def = "20",
+     .def = "0",
      .min = 0,
      .max = 100000,
-     .doc = "how long an idle CPU worker polls for new tasks before it sleeps (a sleeping "
-            "worker costs a wake-up of a few us per task)"},
+     .doc = "how long an idle CPU worker polls for new tasks before it sleeps; 0: sleep at once "
+            "(on 16 cores polling for 20 us made bench/overhead slower, 8.1 vs 4.9 us a task, "
+            "doc/results.md)"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",

@@ -500,9 +500,12 @@ convoy_status_t convoy__cuda_memcpy(convoy__device_t *d, convoy__stream_t *strea
         st = convoy__cuda_enter(dev);
     if (st != CONVOY_SUCCESS)
         return st;
-    return CONVOY_CUDA_CALL(d->ctx, d->name,
-                            cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, kind_of(copy->dir),
-                                            convoy__cuda_stream(stream)));
+    nvtxRangePushA(convoy__cuda_stage_name(copy));
+    st = CONVOY_CUDA_CALL(d->ctx, d->name,
+                          cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, kind_of(copy->dir),
+                                          convoy__cuda_stream(stream)));
+    nvtxRangePop();
+    return st;
 }
 
 /* See device.h. *submitted_p is set in every case: n on success, 0 on a validation
@@ -536,6 +539,7 @@ convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t 
     cudaStream_t s = convoy__cuda_stream(stream);
     int strict = method == CONVOY__METHOD_SM;
     int used = method >= 0 ? method : auto_method(dev, copies, n);
+    nvtxRangePushA(convoy__cuda_stage_name(&copies[0]));
     pthread_mutex_lock(&dev->copy_lock);
     if (used == CONVOY__METHOD_SM) {
         int fallback;
@@ -550,6 +554,7 @@ convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t 
         st = run_method(dev, s, copies, n, used, &done);
     }
     pthread_mutex_unlock(&dev->copy_lock);
+    nvtxRangePop();
 
     if (submitted_p != NULL)
         *submitted_p = done;

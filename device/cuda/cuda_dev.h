@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h> /* header-only: no library to link */
 
 #include "device/cuda/cuda_arena.h"
 #include "device/cuda/cuda_kernel.h"
@@ -159,6 +160,14 @@ static inline cudaStream_t convoy__cuda_stream(convoy__stream_t *s)
 static inline cudaEvent_t convoy__cuda_event(convoy__event_t *e)
 {
     return (cudaEvent_t)(void *)e;
+}
+
+/* NVTX ranges around what convoy submits, so that Nsight Systems shows convoy's stages
+ * (stage-in, pushout, launch) on the timeline; free when no tool is attached. */
+static inline const char *convoy__cuda_stage_name(const convoy__copy_t *copy)
+{
+    return copy->dir == CONVOY__H2D ? "convoy stage-in"
+                                    : copy->dir == CONVOY__D2H ? "convoy pushout" : "convoy copy";
 }
 
 #endif /* CONVOY_CUDA_DEV_H */

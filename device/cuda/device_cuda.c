@@ -219,7 +219,9 @@ static convoy_status_t cuda_launch(convoy__device_t *d, convoy__stream_t *stream
     cudaError_t stale = cudaGetLastError();
     if (stale != cudaSuccess && convoy__cuda_is_sticky(stale))
         return CONVOY_CUDA_CALL(d->ctx, d->name, stale);
+    nvtxRangePushA("convoy launch");
     int rc = fn(arg, (void *)convoy__cuda_stream(stream));
+    nvtxRangePop();
     st = CONVOY_CUDA_CALL(d->ctx, d->name, cudaGetLastError());
     if (st != CONVOY_SUCCESS) {
         char msg[640];
