@@ -59,6 +59,11 @@ run mixed bench/mixed_latency --convoy-sched=batch --convoy-batch-split-bytes=0
 run overhead bench/overhead
 run overhead bench/overhead --convoy-spin-us=0
 run overhead bench/overhead --convoy-nthreads=4
+# What tracing costs: the same run with the trace off and on, three times each.
+for i in 1 2 3; do
+    run trace_off bench/tiny_tasks --convoy-sched=batch
+    run trace_on env CONVOY_TRACE="$work/cost.json" bench/tiny_tasks --convoy-sched=batch
+done
 mkdir -p "$out/traces"
 for s in fifo batch; do
     CONVOY_TRACE="$out/traces/tiny_$s.json" bench/tiny_tasks --convoy-sched=$s --tasks=2048 >>"$out/bench.log" 2>&1
@@ -80,5 +85,5 @@ echo "== make check: rc=$check_rc; compute-sanitizer: rc=$sanitize"
 grep -E "^(# (PASS|FAIL|SKIP|ERROR)|[0-9]+ passed)" "$out/check.log" "$out/tests.log" | sort | uniq | head -20
 grep -E "verified=no|rc=[1-9]" "$out/bench.log" | head
 grep -E "^(tiny_tasks|mixed_latency|overhead|raw_cuda|copy_paths configs)" "$out/bench.log" |
-    sed -E 's/ (flow_bytes|inputs|outputs|h2d_copies|d2h_copies|small|rounds)=[^ ]*//g'
+    sed -E 's/ (flow_bytes|inputs|outputs|h2d_copies|d2h_copies|small|rounds)=[^ ]*//g' | tail -n 14
 (cd "$out" && tar czf logs.tgz ./*.log machine.txt && rm -f ./*.log)
