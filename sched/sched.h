@@ -40,8 +40,10 @@ typedef struct convoy__sched_component {
     convoy_status_t (*init)(convoy_context_t *ctx, int nqueues, void **state_p);
     void (*fini)(void *state); /* the queues are empty by then */
 
-    /* A task became ready for queue. */
-    void (*push)(void *state, int queue, convoy__task_t *task);
+    /* A task became ready for queue. Returns 1 when the queue's consumer should be woken
+     * (the push may let pop() return a ring now, or changes when it should look again),
+     * 0 when a sleeping consumer can sleep on until its deadline. */
+    int (*push)(void *state, int queue, convoy__task_t *task);
     /*
      * Take up to max tasks that travel together into ring and return how many. Returns
      * 0 when none should leave now; then *deadline_ns_p is the CLOCK_MONOTONIC time at

@@ -16,8 +16,8 @@
 
 void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
 {
-    ctx->sched->push(ctx->sched_state, queue, task);
-    convoy__queue_wake(ctx, queue);
+    if (ctx->sched->push(ctx->sched_state, queue, task))
+        convoy__queue_wake(ctx, queue);
 }
 
 /* Pushes and sleepers are sequentially consistent atomics: a pusher bumps `pushes` then

@@ -112,7 +112,12 @@ static void append(convoy__task_t **head, convoy__task_t **tail, convoy__task_t 
     *tail = t;
 }
 
-static void batch_push(void *state, int queue, convoy__task_t *task)
+/* Wakes the consumer for a task that can leave at once (not batchable, or for the CPUs),
+ * for the first task of a class (the consumer may be asleep with no deadline) and for
+ * the task that fills a ring; any other waits with its ring for the deadline the
+ * consumer already sleeps towards. One wake-up per task cost the inserting thread a
+ * futex call per task and the progress thread a pointless pop. */
+static int batch_push(void *state, int queue, convoy__task_t *task)
 {
     batch_queue_t *q = &((batch_state_t *)state)->q[queue];
     int id = task->cls->id;
@@ -121,7 +126,7 @@ static void batch_push(void *state, int queue, convoy__task_t *task)
     if (!(task->cls->flags & CONVOY_CLASS_BATCHABLE)) {
         append(&q->single_head, &q->single_tail, task);
         pthread_mutex_unlock(&q->lock);
-        return;
+        return 1;
     }
     if (id >= q->nlists) {
         int n = CONVOY__MAX(2 * q->nlists, id + 8);
@@ -130,7 +135,7 @@ static void batch_push(void *state, int queue, convoy__task_t *task)
             /* Out of memory for the class table: the task still runs, alone. */
             append(&q->single_head, &q->single_tail, task);
             pthread_mutex_unlock(&q->lock);
-            return;
+            return 1;
         }
         for (int i = q->nlists; i < n; i++)
             l[i] = (class_list_t){0};
@@ -139,8 +144,9 @@ static void batch_push(void *state, int queue, convoy__task_t *task)
     }
     class_list_t *cl = &q->lists[id];
     append(&cl->head, &cl->tail, task);
-    cl->count++;
+    int count = ++cl->count;
     pthread_mutex_unlock(&q->lock);
+    return queue == 0 || count == 1 || count % ((batch_state_t *)state)->lim.max_tasks == 0;
 }
 
 static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,

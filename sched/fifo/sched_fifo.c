@@ -42,7 +42,7 @@ static void fifo_fini(void *state)
     free(s);
 }
 
-static void fifo_push(void *state, int queue, convoy__task_t *task)
+static int fifo_push(void *state, int queue, convoy__task_t *task)
 {
     fifo_queue_t *q = &((fifo_state_t *)state)->q[queue];
     task->next = NULL;
@@ -54,6 +54,7 @@ static void fifo_push(void *state, int queue, convoy__task_t *task)
     q->tail = task;
     q->depth++;
     pthread_mutex_unlock(&q->lock);
+    return 1;
 }
 
 static int fifo_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
