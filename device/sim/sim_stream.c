@@ -25,6 +25,7 @@
 #define CONVOY__SIM_INTERNAL 1
 #include "device/sim/sim.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -182,6 +183,20 @@ static void sim_untimed_done(convoy__sim_stream_t *s)
         s->tail_vt = s->vt;
 }
 
+/* Copy the bytes of one copy. A large copy goes in pieces with a yield between them:
+ * on a real GPU the copy engines move it while the host and the SMs get on with the small
+ * work beside it, but here it is host CPU time, and on a machine with few cores one
+ * long memcpy would hold the small work's threads off the CPU for its whole length. */
+static void sim_copy_bytes(void *dst, const void *src, size_t bytes)
+{
+    enum { PIECE = 256 << 10 };
+    for (size_t off = 0; off < bytes; off += PIECE) {
+        memcpy((char *)dst + off, (const char *)src + off, CONVOY__MIN((size_t)PIECE, bytes - off));
+        if (bytes > PIECE)
+            sched_yield();
+    }
+}
+
 /* Time the copy if enqueue could not, then copy the bytes (without the lock). */
 static void sim_run_copy(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy__sim_op_t *op)
 {
@@ -193,7 +208,7 @@ static void sim_run_copy(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy
     }
     pthread_mutex_unlock(&dev->lock);
     for (int i = 0; i < op->ncopies; i++)
-        memcpy(op->copies[i].dst, op->copies[i].src, op->copies[i].bytes);
+        sim_copy_bytes(op->copies[i].dst, op->copies[i].src, op->copies[i].bytes);
     pthread_mutex_lock(&dev->lock);
 }
 
