@@ -6,4 +6,17 @@ EXTRA_DIST += \
 	doc/reference.md \
 	doc/design.md \
 	doc/tracing.md \
-	doc/results.md
+	doc/results.md \
+	doc/results/plot.sh \
+	doc/results/copy_paths_h2d.svg \
+	doc/results/copy_paths_d2h.svg \
+	doc/results/tiny_tasks.svg \
+	doc/results/h200-2026-11-29-run1.log \
+	doc/results/h200-2026-11-29-run2.log \
+	doc/results/h200-2026-11-29-run3.log \
+	doc/results/h200-2026-11-29-tests.log \
+	doc/results/h200-2026-11-29-machine.txt \
+	doc/tracing/h200_tiny_batch.svg \
+	doc/tracing/h200_tiny_fifo.svg \
+	doc/tracing/h200_mixed_split_on.svg \
+	doc/tracing/h200_mixed_split_off.svg
