@@ -11,11 +11,13 @@ libconvoy_internal_la_SOURCES += \
 	src/task.c \
 	src/worker.c \
 	src/hostmem.c \
-	src/trace.c
+	src/trace.c \
+	src/trace_write.c
 
 noinst_HEADERS += \
 	src/util.h \
 	src/param.h \
 	src/context.h \
 	src/core.h \
-	src/trace.h
+	src/trace.h \
+	src/trace_impl.h

@@ -1,0 +1,74 @@
+/*
+ * The trace's internals, shared by src/trace.c (recording: per-thread buffers, interned
+ * names, open and close) and src/trace_write.c (the Chrome trace-event JSON writer that
+ * runs once, at close). Internal to the trace: nothing else includes it.
+ */
+#ifndef CONVOY_TRACE_IMPL_H
+#define CONVOY_TRACE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/trace.h"
+
+#define NKINDS (CONVOY__EV_FLOW + 1)
+#define NAME_CACHE 16 /* per-buffer cache of interned names (a power of two) */
+
+typedef struct chunk {
+    _Atomic(struct chunk *) next;
+    uint32_t cap;   /* events */
+    uint32_t bytes; /* of the whole chunk */
+    atomic_uint n;  /* events written; stored with release after each event */
+    convoy__trace_event_t ev[];
+} chunk_t;
+
+/* One thread's events in one trace. Written by its owner only (lock-free). */
+typedef struct tbuf {
+    struct tbuf *next; /* trace->bufs, under trace->lock */
+    uint64_t owner;    /* the owning thread's serial number */
+    chunk_t *head, *tail;
+    _Atomic uint64_t count[NKINDS]; /* per kind; owner stores, anyone loads (relaxed) */
+    struct {
+        const char *key; /* the pointer given at emit */
+        const char *val; /* its interned copy */
+    } cache[NAME_CACHE];
+} tbuf_t;
+
+typedef struct name_rec {
+    int pid, tid; /* tid -1: the process */
+    char *name;
+} name_rec_t;
+
+struct convoy__trace {
+    uint64_t gen;         /* unique in the process; tags thread-local buffer pointers */
+    pthread_mutex_t lock; /* bufs, names, the intern table */
+    tbuf_t *bufs;
+    name_rec_t *names;
+    int nnames, names_cap;
+    const char **ikeys; /* intern table: open addressing on the pointer */
+    char **ivals;
+    size_t icap, icount;
+    char *path, *tmp_path;
+    int fd; /* the temporary file, open since trace_open */
+    int flows;
+    uint64_t t0_ns;
+    _Atomic uint64_t dropped; /* events lost to a failed allocation */
+};
+
+/* A hash of a pointer (or of a task id), for open addressing. */
+static inline size_t convoy__trace_ptr_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (size_t)(x ^ (x >> 32));
+}
+
+/* Write every event of t as JSON to the temporary file t->fd, flushed but not closed
+ * (src/trace_write.c). Called under t->lock, once every thread is done emitting.
+ * Returns 0 on success, -1 without memory, else the errno of the first failed write. */
+int convoy__trace_write(convoy__trace_t *t);
+
+#endif /* CONVOY_TRACE_IMPL_H */
