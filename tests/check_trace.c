@@ -1,5 +1,5 @@
 /*
- * check_trace: the trace (src/trace.c) and its reader (tools/trace_read.c,
+ * check_trace: the trace (src/trace.c, src/trace_write.c) and its reader (tools/trace_read.c,
  * trace_summary.c, trace_svg.c).
  *
  * - Programs on the sim device under every scheduler write traces that parse; every

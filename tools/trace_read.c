@@ -237,7 +237,7 @@ static int read_meta(parse_t *p, json_t *e)
     return 0;
 }
 
-/* The fields each category needs; see src/trace.c for what convoy writes. */
+/* The fields each category needs; see src/trace_write.c for what convoy writes. */
 static int read_args(parse_t *p, json_t *args, convoy__tr_event_t *ev)
 {
     const char *s = NULL;

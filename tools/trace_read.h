@@ -1,5 +1,5 @@
 /*
- * Reading convoy traces (Chrome trace-event JSON, as src/trace.c writes them) and
+ * Reading convoy traces (Chrome trace-event JSON, as src/trace_write.c writes them) and
  * summarising them, for convoy-trace and its fuzzer. Not part of the library.
  *
  * Every function that reads input validates it: malformed, truncated or hostile input
