@@ -55,10 +55,16 @@ static inline convoy_context_t *bench_init(const char *prog, int *argc, char ***
     return ctx;
 }
 
-/* The device the accelerator tasks ran on: "sim0", "cuda0" or "host". */
+/* The devices the accelerator tasks could run on: "sim0", "cuda0,cuda1" or "host". */
 static inline const char *bench_device(const convoy_context_t *ctx)
 {
-    return convoy_accel_count(ctx) > 0 ? convoy_accel_name(ctx, 0) : "host";
+    static char names[256];
+    size_t o = 0;
+    names[0] = '\0';
+    for (int i = 0; i < convoy_accel_count(ctx) && o + 1 < sizeof(names); i++)
+        o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", i ? "," : "",
+                              convoy_accel_name(ctx, i));
+    return o > 0 ? names : "host";
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)
