@@ -5,13 +5,24 @@ noinst_HEADERS += \
 	device/pipeline.h \
 	device/pipeline_impl.h \
 	device/devmem.h \
+	device/arena.h \
+	device/devpool.h \
+	device/hostslab.h \
+	device/copyargs.h \
 	device/host/host.h \
 	device/sim/sim.h
 
+# arena, devpool, hostslab: the vendor-neutral memory of the GPU components (the range
+# allocator, the device pool, the pinned host slabs), plain C and always built, so that
+# it compiles on any machine; copyargs: the arguments of copies (checks, batch arrays).
 libconvoy_internal_la_SOURCES += \
 	device/pipeline.c \
 	device/pipeline_ring.c \
 	device/devmem.c \
+	device/arena.c \
+	device/devpool.c \
+	device/hostslab.c \
+	device/copyargs.c \
 	device/host/device_host.c \
 	device/sim/device_sim.c \
 	device/sim/sim_stream.c
@@ -29,7 +40,6 @@ EXTRA_DIST += device/cuda/cuda_copy_kernel.cu
 noinst_HEADERS += \
 	device/cuda/cuda_dev.h \
 	device/cuda/cuda_kernel.h \
-	device/cuda/cuda_arena.h \
 	device/hip/hip_dev.h
 # nvcc objects get no automatic header dependencies (see Makefile.am).
 device/cuda/cuda_copy_kernel.lo: device/cuda/cuda_kernel.h
@@ -38,14 +48,4 @@ if HAVE_HIP
 libconvoy_internal_la_SOURCES += \
 	device/hip/device_hip.c \
 	device/hip/hip_hostmem.c
-endif
-
-# The range allocator under the CUDA and HIP pools and pinned slabs: plain C, built once
-# when either component is.
-if HAVE_CUDA
-libconvoy_internal_la_SOURCES += device/cuda/cuda_arena.c
-else
-if HAVE_HIP
-libconvoy_internal_la_SOURCES += device/cuda/cuda_arena.c
-endif
 endif

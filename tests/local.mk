@@ -14,7 +14,8 @@ convoy_check_suites = \
 	tests/check_api \
 	tests/check_pipeline \
 	tests/check_batch \
-	tests/check_plan
+	tests/check_plan \
+	tests/check_gpumem
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -49,6 +50,10 @@ tests_check_batch_LDADD = $(convoy_check_ldadd)
 tests_check_plan_SOURCES = tests/check_plan.c $(convoy_check_util)
 tests_check_plan_CFLAGS = $(convoy_check_cflags)
 tests_check_plan_LDADD = $(convoy_check_ldadd)
+
+tests_check_gpumem_SOURCES = tests/check_gpumem.c $(convoy_check_util)
+tests_check_gpumem_CFLAGS = $(convoy_check_cflags)
+tests_check_gpumem_LDADD = $(convoy_check_ldadd)
 endif
 
 if HAVE_CUDA

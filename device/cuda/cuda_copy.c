@@ -86,36 +86,11 @@ void convoy__cuda_copy_fini(convoy__cuda_dev_t *dev)
     free(dev->subs);
     if (dev->ring != NULL)
         CONVOY_CUDA_CALL(NULL, name, cudaFreeHost(dev->ring));
-    free(dev->eng_dsts);
-    free(dev->eng_srcs);
-    free(dev->eng_sizes);
+    convoy__copyargs_fini(&dev->eng);
     pthread_mutex_destroy(&dev->copy_lock);
 }
 
-/* ---- validation and messages ------------------------------------------------------- */
-
-static convoy_status_t check_copies(convoy__cuda_dev_t *dev, const char *what,
-                                    const convoy__copy_t *copies, int n)
-{
-    convoy__device_t *b = &dev->base;
-    if (copies == NULL)
-        return convoy__error(b->ctx, CONVOY_ERR_INVALID, "%s: %s: NULL copies", b->name, what);
-    if (n < 1 || n > b->max_batch)
-        return convoy__error(b->ctx, CONVOY_ERR_INVALID, "%s: %s: n = %d is outside 1..%d", b->name,
-                             what, n, b->max_batch);
-    for (int i = 0; i < n; i++) {
-        const convoy__copy_t *c = &copies[i];
-        if (c->dst == NULL || c->src == NULL || c->bytes == 0)
-            return convoy__error(b->ctx, CONVOY_ERR_INVALID,
-                                 "%s: %s: copy %d: dst %p, src %p, bytes %zu (NULL pointers and "
-                                 "empty copies are not allowed)",
-                                 b->name, what, i, c->dst, c->src, c->bytes);
-        if (c->dir > CONVOY__D2D)
-            return convoy__error(b->ctx, CONVOY_ERR_INVALID, "%s: %s: copy %d: dir %u is unknown",
-                                 b->name, what, i, (unsigned)c->dir);
-    }
-    return CONVOY_SUCCESS;
-}
+/* ---- messages ---------------------------------------------------------------------- */
 
 /* Re-record the message of a failed CUDA call with the copy it concerned. */
 static convoy_status_t annotate(convoy__cuda_dev_t *dev, convoy_status_t st, const char *method,
@@ -152,49 +127,20 @@ static convoy_status_t copy_loop(convoy__cuda_dev_t *dev, cudaStream_t s,
 /* ---- engine ------------------------------------------------------------------------ */
 
 #if CONVOY_HAVE_CUDA_BATCH
-static int engine_reserve(convoy__cuda_dev_t *dev, int n)
-{
-    if (n <= dev->eng_cap)
-        return 0;
-    int cap = dev->eng_cap ? dev->eng_cap : 64;
-    while (cap < n)
-        cap *= 2;
-    void **d = realloc(dev->eng_dsts, (size_t)cap * sizeof(*d));
-    if (d != NULL)
-        dev->eng_dsts = d;
-    const void **s = realloc(dev->eng_srcs, (size_t)cap * sizeof(*s));
-    if (s != NULL)
-        dev->eng_srcs = s;
-    size_t *z = realloc(dev->eng_sizes, (size_t)cap * sizeof(*z));
-    if (z != NULL)
-        dev->eng_sizes = z;
-    if (d == NULL || s == NULL || z == NULL)
-        return -1; /* the arrays that grew are kept; eng_cap still holds for all three */
-    dev->eng_cap = cap;
-    return 0;
-}
-
 static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
                                    const convoy__copy_t *copies, int n, int *done_p)
 {
     convoy__device_t *b = &dev->base;
     *done_p = 0;
-    if (engine_reserve(dev, n) != 0)
-        return convoy__error(b->ctx, CONVOY_ERR_NOMEM,
-                             "%s: memcpy_multi engine: out of host memory for %d entries", b->name,
-                             n);
-    for (int i = 0; i < n; i++) {
-        dev->eng_dsts[i] = copies[i].dst;
-        dev->eng_srcs[i] = copies[i].src;
-        dev->eng_sizes[i] = copies[i].bytes;
-    }
+    convoy_status_t st = convoy__copyargs_set(&dev->eng, b, copies, n);
+    if (st != CONVOY_SUCCESS)
+        return st;
     /* One attribute for every copy: sources are read in stream order (the copies wait
      * for the work before them, as any stream operation). */
     struct cudaMemcpyAttributes attr;
     memset(&attr, 0, sizeof(attr));
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     size_t attr_idx = 0;
-    convoy_status_t st;
 #if CUDART_VERSION >= 13000
     /*
      * 13.x has no failIdx and, on failure, may already have enqueued (and run) a prefix
@@ -204,7 +150,7 @@ static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
      * sources do not change while they are in flight.
      */
     st = CONVOY_CUDA_CALL(b->ctx, b->name,
-                          cudaMemcpyBatchAsync(dev->eng_dsts, dev->eng_srcs, dev->eng_sizes,
+                          cudaMemcpyBatchAsync(dev->eng.dsts, dev->eng.srcs, dev->eng.sizes,
                                                (size_t)n, &attr, &attr_idx, 1, s));
     if (st == CONVOY_SUCCESS)
         *done_p = n;
@@ -214,8 +160,8 @@ static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
      * 12.9, hence the conversions through void *. */
     size_t fail_idx = SIZE_MAX;
     st = CONVOY_CUDA_CALL(b->ctx, b->name,
-                          cudaMemcpyBatchAsync((void *)dev->eng_dsts, (void *)dev->eng_srcs,
-                                               (void *)dev->eng_sizes, (size_t)n, &attr, &attr_idx,
+                          cudaMemcpyBatchAsync((void *)dev->eng.dsts, (void *)dev->eng.srcs,
+                                               (void *)dev->eng.sizes, (size_t)n, &attr, &attr_idx,
                                                1, &fail_idx, s));
     if (st == CONVOY_SUCCESS)
         *done_p = n;
@@ -303,20 +249,20 @@ static int sm_describe(convoy__cuda_dev_t *dev, const convoy__copy_t *c, convoy_
     void *src = (void *)c->src, *dst = c->dst;
     switch (c->dir) {
     case CONVOY__H2D:
-        if (!convoy__cuda_hostmem_map_locked(dev->hostmem, c->src, c->bytes, &src))
+        if (!convoy__hostslab_map_locked(dev->hostmem, c->src, c->bytes, &src))
             return SM_HOST;
-        if (!convoy__cuda_pool_contains_locked(dev, c->dst, c->bytes))
+        if (!convoy__devpool_contains_locked(&dev->pool, c->dst, c->bytes))
             return SM_DEVICE;
         break;
     case CONVOY__D2H:
-        if (!convoy__cuda_hostmem_map_locked(dev->hostmem, c->dst, c->bytes, &dst))
+        if (!convoy__hostslab_map_locked(dev->hostmem, c->dst, c->bytes, &dst))
             return SM_HOST;
-        if (!convoy__cuda_pool_contains_locked(dev, c->src, c->bytes))
+        if (!convoy__devpool_contains_locked(&dev->pool, c->src, c->bytes))
             return SM_DEVICE;
         break;
     default:
-        if (!convoy__cuda_pool_contains_locked(dev, c->src, c->bytes) ||
-            !convoy__cuda_pool_contains_locked(dev, c->dst, c->bytes))
+        if (!convoy__devpool_contains_locked(&dev->pool, c->src, c->bytes) ||
+            !convoy__devpool_contains_locked(&dev->pool, c->dst, c->bytes))
             return SM_DEVICE;
         break;
     }
@@ -336,15 +282,15 @@ static int sm_describe_all(convoy__cuda_dev_t *dev, const convoy__copy_t *copies
 {
     int why = SM_OK;
     size_t max_bytes = 0;
-    convoy__cuda_hostmem_lock(dev->hostmem);
-    pthread_mutex_lock(&dev->pool_lock);
+    convoy__hostslab_lock(dev->hostmem);
+    pthread_mutex_lock(&dev->pool.lock);
     for (int j = 0; j < n && why == SM_OK; j++) {
         why = sm_describe(dev, &copies[j], d != NULL ? &d[j] : NULL);
         *bad_p = j;
         max_bytes = CONVOY__MAX(max_bytes, copies[j].bytes);
     }
-    pthread_mutex_unlock(&dev->pool_lock);
-    convoy__cuda_hostmem_unlock(dev->hostmem);
+    pthread_mutex_unlock(&dev->pool.lock);
+    convoy__hostslab_unlock(dev->hostmem);
     *max_bytes_p = max_bytes;
     return why;
 }
@@ -493,9 +439,7 @@ convoy_status_t convoy__cuda_memcpy(convoy__device_t *d, convoy__stream_t *strea
                                     const convoy__copy_t *copy)
 {
     convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
-    convoy_status_t st = check_copies(dev, "memcpy", copy, 1);
-    if (st == CONVOY_SUCCESS && stream == NULL)
-        st = convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: memcpy: NULL stream", d->name);
+    convoy_status_t st = convoy__copyargs_check(d, "memcpy", stream, copy, 1);
     if (st == CONVOY_SUCCESS)
         st = convoy__cuda_enter(dev);
     if (st != CONVOY_SUCCESS)
@@ -520,9 +464,7 @@ convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t 
     int done = 0;
     if (submitted_p != NULL)
         *submitted_p = 0;
-    convoy_status_t st = check_copies(dev, "memcpy_multi", copies, n);
-    if (st == CONVOY_SUCCESS && stream == NULL)
-        st = convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: memcpy_multi: NULL stream", d->name);
+    convoy_status_t st = convoy__copyargs_check(d, "memcpy_multi", stream, copies, n);
     if (st == CONVOY_SUCCESS && method >= 0 &&
         (method >= CONVOY__METHOD_COUNT || !has_method(dev, method)))
         st = convoy__error(

@@ -5,11 +5,14 @@
  *
  *   device_cuda.c       the component: parameters, query, open/close, streams, events,
  *                       launches
- *   cuda_mem.c          device memory: a pool of large cudaMalloc chunks
+ *   cuda_mem.c          device memory: the CUDA calls under the pool of cudaMalloc chunks
  *   cuda_copy.c         memcpy and memcpy_multi (loop, engine, sm, auto)
  *   cuda_copy_kernel.cu the SM copy kernel (cuda_kernel.h)
- *   cuda_hostmem.c      pinned, mapped host slabs (convoy_host_alloc)
- *   cuda_arena.c        the range allocator under the pool and the slabs
+ *   cuda_hostmem.c      pinned, mapped host slabs (convoy_host_alloc): the CUDA calls
+ *
+ * The vendor-neutral parts are shared with the HIP component, in device/: the pool
+ * (devpool.h), the slabs (hostslab.h), the range allocator under both (arena.h), and
+ * the checks and batch arrays of copies (copyargs.h).
  */
 #ifndef CONVOY_CUDA_DEV_H
 #define CONVOY_CUDA_DEV_H
@@ -21,9 +24,11 @@
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h> /* header-only: no library to link */
 
-#include "device/cuda/cuda_arena.h"
+#include "device/copyargs.h"
 #include "device/cuda/cuda_kernel.h"
 #include "device/device.h"
+#include "device/devpool.h"
+#include "device/hostslab.h"
 #include "src/util.h"
 
 extern const convoy__device_component_t convoy__device_cuda;
@@ -57,26 +62,11 @@ static inline convoy_status_t convoy__cuda_check(cudaError_t rc, const char *cal
  */
 #define CONVOY_CUDA_CALL(ctx, where, call) convoy__cuda_check((call), #call, (ctx), (where))
 
-/* ---- pinned host memory (cuda_hostmem.c) -------------------------------------------- */
+/* ---- memory (cuda_mem.c, cuda_hostmem.c) ------------------------------------------- */
 
-typedef struct convoy__cuda_hostmem convoy__cuda_hostmem_t;
-
-/* The pinned-slab state of ctx, created by its first CUDA device and shared by all of
- * them (reference counted); slab_bytes is the slab size for a new state. NULL on error
- * (recorded). */
-convoy__cuda_hostmem_t *convoy__cuda_hostmem_attach(convoy_context_t *ctx, size_t slab_bytes);
-/* Drop a device's reference; the last one frees every slab, reporting blocks still
- * allocated at level info. Accepts NULL. */
-void convoy__cuda_hostmem_detach(convoy__cuda_hostmem_t *hm);
-
-/* For one submission: take the slab lock once, then map host ranges to the device
- * pointers that kernels use. map_locked returns 1 and sets *dev_p when [p, p + bytes)
- * lies in one slab, else 0. */
-void convoy__cuda_hostmem_lock(convoy__cuda_hostmem_t *hm);
-void convoy__cuda_hostmem_unlock(convoy__cuda_hostmem_t *hm);
-int convoy__cuda_hostmem_map_locked(convoy__cuda_hostmem_t *hm, const void *p, size_t bytes,
-                                    void **dev_p);
-
+/* The CUDA calls under the device pool and the pinned host slabs. */
+extern const convoy__devpool_ops_t convoy__cuda_pool_ops;
+extern const convoy__hostslab_ops_t convoy__cuda_hostslab_ops;
 extern const convoy__host_mem_ops_t convoy__cuda_host_mem_ops;
 
 /* ---- the device ------------------------------------------------------------------- */
@@ -94,21 +84,13 @@ typedef struct convoy__cuda_dev {
     int sm_count;
     int can_map_host; /* kernels may read mapped pinned host memory (UVA, MapHost) */
 
-    /* Device memory (cuda_mem.c), under pool_lock: any thread may free. */
-    pthread_mutex_t pool_lock;
-    convoy__arena_t *pool; /* regions: cudaMalloc chunks */
-    size_t pool_chunk;     /* bytes per chunk (cuda_pool_chunk) */
-    size_t pool_peak;      /* most bytes in use at once, for the close report */
-
-    convoy__cuda_hostmem_t *hostmem; /* the context's pinned slabs */
+    convoy__devpool_t pool;      /* device memory: cudaMalloc chunks (cuda_mem.c) */
+    convoy__hostslab_t *hostmem; /* the context's pinned slabs (cuda_hostmem.c) */
 
     /* Copies (cuda_copy.c), under copy_lock (the progress thread is the only caller in
      * the pipeline; tests and benchmarks call from their own threads). */
     pthread_mutex_t copy_lock;
-    void **eng_dsts; /* engine scratch: the arrays of one cudaMemcpyBatchAsync */
-    const void **eng_srcs;
-    size_t *eng_sizes;
-    int eng_cap;
+    convoy__copyargs_t eng;      /* engine scratch: the arrays of one cudaMemcpyBatchAsync */
     convoy__cuda_desc_t *ring;   /* SM descriptors: mapped pinned host memory */
     void *ring_dev;              /* its device pointer */
     int ring_slots;              /* capacity (cuda_desc_slots) */
@@ -134,14 +116,9 @@ static inline convoy_status_t convoy__cuda_enter(convoy__cuda_dev_t *dev)
     return CONVOY_CUDA_CALL(dev->base.ctx, dev->base.name, cudaSetDevice(dev->ordinal));
 }
 
-/* cuda_mem.c */
-convoy_status_t convoy__cuda_pool_init(convoy__cuda_dev_t *dev);
-void convoy__cuda_pool_fini(convoy__cuda_dev_t *dev);
+/* cuda_mem.c: the mem_alloc and mem_free ops, on dev->pool */
 convoy_status_t convoy__cuda_mem_alloc(convoy__device_t *d, size_t bytes, void **ptr_p);
 void convoy__cuda_mem_free(convoy__device_t *d, void *ptr);
-/* 1 when [p, p + bytes) lies in one chunk of the pool (so a kernel may touch it); the
- * caller holds dev->pool_lock (once for a whole submission). */
-int convoy__cuda_pool_contains_locked(convoy__cuda_dev_t *dev, const void *p, size_t bytes);
 
 /* cuda_copy.c */
 convoy_status_t convoy__cuda_copy_init(convoy__cuda_dev_t *dev);
@@ -166,8 +143,9 @@ static inline cudaEvent_t convoy__cuda_event(convoy__event_t *e)
  * (stage-in, pushout, launch) on the timeline; free when no tool is attached. */
 static inline const char *convoy__cuda_stage_name(const convoy__copy_t *copy)
 {
-    return copy->dir == CONVOY__H2D ? "convoy stage-in"
-                                    : copy->dir == CONVOY__D2H ? "convoy pushout" : "convoy copy";
+    return copy->dir == CONVOY__H2D   ? "convoy stage-in"
+           : copy->dir == CONVOY__D2H ? "convoy pushout"
+                                      : "convoy copy";
 }
 
 #endif /* CONVOY_CUDA_DEV_H */

@@ -4,7 +4,7 @@
  * This file holds the component (parameters, query, open, close), the error conversion
  * behind CONVOY_CUDA_CALL, streams, events and launches. Device memory is in
  * cuda_mem.c, copies in cuda_copy.c and cuda_copy_kernel.cu, pinned host memory in
- * cuda_hostmem.c (see cuda_dev.h).
+ * cuda_hostmem.c, over the vendor-neutral pool and slabs of device/ (see cuda_dev.h).
  *
  * Threads: the pipeline calls ops from the device's progress thread, except stream and
  * event creation (the init thread) and mem_free (any thread). Every op that talks to the
@@ -21,27 +21,15 @@
 #include "src/context.h"
 
 const convoy__param_def_t convoy__cuda_params[] = {
-    {.name = "cuda_memory",
-     .type = CONVOY__PARAM_SIZE,
-     .def = "0",
-     .min = 0,
-     .max = 1125899906842624.0,
-     .doc = "device memory convoy may use per CUDA device; 0: 90% of what is free at start"},
-    {.name = "cuda_pool_chunk",
-     .type = CONVOY__PARAM_SIZE,
-     .def = "256M",
-     .min = 2097152.0,
-     .max = 1099511627776.0,
-     .doc = "device memory is taken from CUDA in chunks of this size, kept until fini (cudaFree "
-            "stalls the device) unless a request needs an empty one's room; larger requests "
-            "get their own chunk"},
-    {.name = "cuda_host_slab",
-     .type = CONVOY__PARAM_SIZE,
-     .def = "64M",
-     .min = 65536.0,
-     .max = 1099511627776.0,
-     .doc = "convoy_host_alloc pins host memory a slab of this size at a time (PHYSICS.md s2: "
-            "registration costs 0.3-4 ms per call); larger blocks get their own slab"},
+    CONVOY__DEVPOOL_MEMORY_PARAM(
+        "cuda_memory",
+        "device memory convoy may use per CUDA device; 0: 90% of what is free at start"),
+    CONVOY__DEVPOOL_CHUNK_PARAM(
+        "cuda_pool_chunk",
+        "device memory is taken from CUDA in chunks of this size, kept until fini (cudaFree "
+        "stalls the device) unless a request needs an empty one's room; larger requests "
+        "get their own chunk"),
+    CONVOY__HOSTSLAB_PARAM("cuda_host_slab"),
     {.name = "cuda_sm_max_bytes",
      .type = CONVOY__PARAM_SIZE,
      .def = "256K",
@@ -298,7 +286,6 @@ static convoy_status_t cuda_open(convoy_context_t *ctx, int local_index, int glo
     b->max_batch = 4096;
     b->launch_inline = 1;
     dev->ordinal = local_index;
-    dev->pool_chunk = (size_t)convoy__param_int(p, "cuda_pool_chunk");
     dev->sm_max_bytes = (size_t)convoy__param_int(p, "cuda_sm_max_bytes");
     dev->sm_min_copies = (int)convoy__param_int(p, "cuda_sm_min_copies");
     dev->sm_threads = (int)convoy__param_int(p, "cuda_sm_threads");
@@ -343,12 +330,15 @@ static convoy_status_t cuda_open(convoy_context_t *ctx, int local_index, int glo
                          "addressing %d, can map host memory %d)",
                          b->name, uva, map);
 
-    if ((st = convoy__cuda_pool_init(dev)) != CONVOY_SUCCESS)
+    st = convoy__devpool_init(&dev->pool, b, &convoy__cuda_pool_ops,
+                              (size_t)convoy__param_int(p, "cuda_pool_chunk"));
+    if (st != CONVOY_SUCCESS)
         goto err_free;
     /* From here on cuda_close undoes whatever was done. */
     if ((st = convoy__cuda_copy_init(dev)) != CONVOY_SUCCESS)
         goto err_close;
-    dev->hostmem = convoy__cuda_hostmem_attach(ctx, (size_t)convoy__param_int(p, "cuda_host_slab"));
+    dev->hostmem = convoy__hostslab_attach(&convoy__cuda_hostslab_ops, ctx,
+                                           (size_t)convoy__param_int(p, "cuda_host_slab"));
     if (dev->hostmem == NULL) {
         st = CONVOY_ERR_NOMEM;
         goto err_close;
@@ -384,8 +374,8 @@ static void cuda_close(convoy__device_t *d)
     if (convoy__cuda_enter(dev) != CONVOY_SUCCESS)
         convoy__log_warn("%s: close: %s", d->name, convoy_last_error(NULL));
     convoy__cuda_copy_fini(dev);
-    convoy__cuda_pool_fini(dev);
-    convoy__cuda_hostmem_detach(dev->hostmem);
+    convoy__devpool_fini(&dev->pool);
+    convoy__hostslab_detach(dev->hostmem);
     free(dev);
 }
 

@@ -1,11 +1,11 @@
 /*
  * The HIP device component: AMD GPUs through the HIP runtime API, in plain C.
  *
- * The same structure as the CUDA component (device/cuda/), smaller: device memory is a
- * pool of hipMalloc chunks (hipFree synchronizes the device); copies are one
- * hipMemcpyAsync each (loop) or, where the runtime has it (ROCm 7.1 and later), one
- * hipMemcpyBatchAsync (engine). There is no SM copy kernel: that would need hipcc. Pinned
- * host memory is in hip_hostmem.c.
+ * The same structure as the CUDA component (device/cuda/), smaller: device memory is the
+ * pool of device/devpool.h over hipMalloc chunks (hipFree synchronizes the device);
+ * copies are one hipMemcpyAsync each (loop) or, where the runtime has it (ROCm 7.1 and
+ * later), one hipMemcpyBatchAsync (engine). There is no SM copy kernel: that would need
+ * hipcc. Pinned host memory is in hip_hostmem.c.
  *
  * Threads: as on CUDA, every op that talks to the device makes it current first.
  */
@@ -18,48 +18,28 @@
 #include "device/hip/hip_dev.h"
 #include "src/context.h"
 
-#define POOL_ALIGN 256
-#define OWN_CHUNK_ROUND (2u << 20)
-
 const convoy__param_def_t convoy__hip_params[] = {
-    {.name = "hip_memory",
-     .type = CONVOY__PARAM_SIZE,
-     .def = "0",
-     .min = 0,
-     .max = 1125899906842624.0,
-     .doc = "device memory convoy may use per HIP device; 0: 90% of what is free at start"},
-    {.name = "hip_pool_chunk",
-     .type = CONVOY__PARAM_SIZE,
-     .def = "256M",
-     .min = 2097152.0,
-     .max = 1099511627776.0,
-     .doc = "device memory is taken from HIP in chunks of this size, kept until fini (hipFree "
-            "synchronizes the device) unless a request needs an empty one's room; larger "
-            "requests get their own chunk"},
-    {.name = "hip_host_slab",
-     .type = CONVOY__PARAM_SIZE,
-     .def = "64M",
-     .min = 65536.0,
-     .max = 1099511627776.0,
-     .doc = "convoy_host_alloc pins host memory a slab of this size at a time (PHYSICS.md s2: "
-            "registration costs 0.3-4 ms per call); larger blocks get their own slab"},
+    CONVOY__DEVPOOL_MEMORY_PARAM(
+        "hip_memory",
+        "device memory convoy may use per HIP device; 0: 90% of what is free at start"),
+    CONVOY__DEVPOOL_CHUNK_PARAM(
+        "hip_pool_chunk",
+        "device memory is taken from HIP in chunks of this size, kept until fini (hipFree "
+        "synchronizes the device) unless a request needs an empty one's room; larger "
+        "requests get their own chunk"),
+    CONVOY__HOSTSLAB_PARAM("hip_host_slab"),
     {0},
 };
 
 typedef struct hip_dev {
-    convoy__device_t base; /* first: what the pipeline sees */
-    int ordinal;           /* the HIP device number (hipSetDevice) */
-    pthread_mutex_t pool_lock;
-    convoy__arena_t *pool; /* regions: hipMalloc chunks */
-    size_t pool_chunk;
-    convoy__hip_hostmem_t *hostmem;
+    convoy__device_t base;       /* first: what the pipeline sees */
+    int ordinal;                 /* the HIP device number (hipSetDevice) */
+    convoy__devpool_t pool;      /* device memory: hipMalloc chunks */
+    convoy__hostslab_t *hostmem; /* the context's pinned slabs (hip_hostmem.c) */
 #if CONVOY_HAVE_HIP_BATCH
     pthread_mutex_t eng_lock; /* the engine scratch */
-    void **eng_dsts;
-    void **eng_srcs;
-    size_t *eng_sizes;
-    int eng_cap;
-    int eng_no_attrs; /* the runtime rejected attributes once (ROCm 7.2): pass none */
+    convoy__copyargs_t eng;   /* the arrays of one hipMemcpyBatchAsync */
+    int eng_no_attrs;         /* the runtime rejected attributes once (ROCm 7.2): pass none */
 #endif
 } hip_dev_t;
 
@@ -101,94 +81,44 @@ static convoy_status_t hip_enter(hip_dev_t *dev)
 
 /* ---- device memory ----------------------------------------------------------------- */
 
-/* Add a chunk that can hold need bytes; under pool_lock. When the capacity is all
- * reserved, empty chunks are given back first (hipFree waits for the device: only then). */
-static convoy_status_t pool_grow(hip_dev_t *dev, size_t need)
+/* The HIP calls under the pool (devpool.h); hipFree synchronizes the device. */
+
+static convoy_status_t hip_pool_enter(convoy__device_t *d)
 {
-    convoy__device_t *b = &dev->base;
-    size_t reserved = convoy__arena_reserved(dev->pool);
-    if (b->mem_capacity - CONVOY__MIN(b->mem_capacity, reserved) < need) {
-        convoy_status_t st = hip_enter(dev);
-        if (st != CONVOY_SUCCESS)
-            return st;
-        for (int i = convoy__arena_region_count(dev->pool) - 1; i >= 0; i--) {
-            void *base;
-            if (convoy__arena_remove(dev->pool, i, &base) == 0)
-                CONVOY_HIP_CALL(NULL, b->name, hipFree(base));
-        }
-        reserved = convoy__arena_reserved(dev->pool);
-    }
-    size_t room =
-        (b->mem_capacity > reserved ? b->mem_capacity - reserved : 0) & ~(size_t)(POOL_ALIGN - 1);
-    size_t size = need <= dev->pool_chunk
-                      ? dev->pool_chunk
-                      : (need + OWN_CHUNK_ROUND - 1) & ~(size_t)(OWN_CHUNK_ROUND - 1);
-    if (size > room)
-        size = room;
-    if (size < need)
-        return convoy__error(b->ctx, CONVOY_ERR_NOMEM,
-                             "%s: device memory full: %zu bytes asked, %zu of %zu in use", b->name,
-                             need, convoy__arena_in_use(dev->pool), b->mem_capacity);
-    convoy_status_t st = hip_enter(dev);
-    if (st != CONVOY_SUCCESS)
-        return st;
-    void *chunk = NULL;
-    hipError_t rc = hipMalloc(&chunk, size);
+    return hip_enter(hip_dev(d));
+}
+
+static convoy_status_t hip_chunk_alloc(convoy__device_t *d, size_t bytes, void **chunk_p)
+{
+    hipError_t rc = hipMalloc(chunk_p, bytes);
     if (rc == hipErrorOutOfMemory) {
         (void)hipGetLastError();
-        return convoy__error(b->ctx, CONVOY_ERR_NOMEM,
-                             "%s: hipMalloc of a %zu-byte chunk failed (out of memory)", b->name,
-                             size);
+        return CONVOY_ERR_NOMEM;
     }
-    if ((st = CONVOY_HIP_CALL(b->ctx, b->name, rc)) != CONVOY_SUCCESS)
-        return st;
-    if (convoy__arena_add(dev->pool, chunk, size, NULL) != 0) {
-        CONVOY_HIP_CALL(NULL, b->name, hipFree(chunk));
-        return convoy__error(b->ctx, CONVOY_ERR_NOMEM, "%s: out of host memory for pool records",
-                             b->name);
-    }
-    return CONVOY_SUCCESS;
+    return CONVOY_HIP_CALL(d->ctx, d->name, rc);
 }
+
+static void hip_chunk_free(convoy__device_t *d, void *chunk)
+{
+    CONVOY_HIP_CALL(NULL, d->name, hipFree(chunk));
+}
+
+static const convoy__devpool_ops_t hip_pool_ops = {
+    .vendor = "HIP",
+    .malloc_name = "hipMalloc",
+    .enter = hip_pool_enter,
+    .chunk_alloc = hip_chunk_alloc,
+    .chunk_free = hip_chunk_free,
+};
 
 static convoy_status_t hip_mem_alloc(convoy__device_t *d, size_t bytes, void **ptr_p)
 {
-    hip_dev_t *dev = hip_dev(d);
-    if (ptr_p == NULL || bytes == 0)
-        return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: mem_alloc: %s", d->name,
-                             ptr_p ? "0 bytes asked" : "NULL ptr_p");
-    if (bytes > d->mem_capacity)
-        return convoy__error(d->ctx, CONVOY_ERR_NOMEM,
-                             "%s: mem_alloc: %zu bytes exceed the capacity, %zu bytes", d->name,
-                             bytes, d->mem_capacity);
-    size_t need = (bytes + POOL_ALIGN - 1) & ~(size_t)(POOL_ALIGN - 1);
-    convoy_status_t st = CONVOY_SUCCESS;
-    void *p = NULL;
-    pthread_mutex_lock(&dev->pool_lock);
-    if (convoy__arena_in_use(dev->pool) + need > d->mem_capacity)
-        st = convoy__error(d->ctx, CONVOY_ERR_NOMEM,
-                           "%s: device memory full: %zu bytes asked, %zu of %zu in use", d->name,
-                           bytes, convoy__arena_in_use(dev->pool), d->mem_capacity);
-    else if ((p = convoy__arena_alloc(dev->pool, need)) == NULL &&
-             (st = pool_grow(dev, need)) == CONVOY_SUCCESS &&
-             (p = convoy__arena_alloc(dev->pool, need)) == NULL)
-        st = convoy__error(d->ctx, CONVOY_ERR_NOMEM, "%s: out of host memory for pool records",
-                           d->name);
-    pthread_mutex_unlock(&dev->pool_lock);
-    if (st == CONVOY_SUCCESS)
-        *ptr_p = p;
-    return st;
+    return convoy__devpool_alloc(&hip_dev(d)->pool, bytes, ptr_p);
 }
 
 static void hip_mem_free(convoy__device_t *d, void *ptr)
 {
-    hip_dev_t *dev = hip_dev(d);
-    if (ptr == NULL)
-        return;
-    pthread_mutex_lock(&dev->pool_lock);
-    size_t size = convoy__arena_free(dev->pool, ptr);
-    pthread_mutex_unlock(&dev->pool_lock);
-    if (size == 0)
-        convoy__log_error("%s: mem_free(%p): not a live allocation of this device", d->name, ptr);
+    convoy__devpool_free(&hip_dev(d)->pool, ptr);
 }
 
 /* ---- streams, events, launches ----------------------------------------------------- */
@@ -298,29 +228,6 @@ static hipMemcpyKind kind_of(int dir)
                                 : hipMemcpyDeviceToDevice;
 }
 
-static convoy_status_t check_copies(hip_dev_t *dev, const char *what, const convoy__copy_t *copies,
-                                    int n)
-{
-    convoy__device_t *b = &dev->base;
-    if (copies == NULL)
-        return convoy__error(b->ctx, CONVOY_ERR_INVALID, "%s: %s: NULL copies", b->name, what);
-    if (n < 1 || n > b->max_batch)
-        return convoy__error(b->ctx, CONVOY_ERR_INVALID, "%s: %s: n = %d is outside 1..%d", b->name,
-                             what, n, b->max_batch);
-    for (int i = 0; i < n; i++) {
-        const convoy__copy_t *c = &copies[i];
-        if (c->dst == NULL || c->src == NULL || c->bytes == 0)
-            return convoy__error(b->ctx, CONVOY_ERR_INVALID,
-                                 "%s: %s: copy %d: dst %p, src %p, bytes %zu (NULL pointers and "
-                                 "empty copies are not allowed)",
-                                 b->name, what, i, c->dst, c->src, c->bytes);
-        if (c->dir > CONVOY__D2D)
-            return convoy__error(b->ctx, CONVOY_ERR_INVALID, "%s: %s: copy %d: dir %u is unknown",
-                                 b->name, what, i, (unsigned)c->dir);
-    }
-    return CONVOY_SUCCESS;
-}
-
 static convoy_status_t copy_loop(hip_dev_t *dev, hipStream_t s, const convoy__copy_t *copies, int n,
                                  int *done_p)
 {
@@ -355,38 +262,17 @@ static convoy_status_t copy_engine(hip_dev_t *dev, hipStream_t s, const convoy__
 {
     convoy__device_t *b = &dev->base;
     *done_p = 0;
-    if (n > dev->eng_cap) {
-        int cap = dev->eng_cap ? dev->eng_cap : 64;
-        while (cap < n)
-            cap *= 2;
-        void **dd = realloc(dev->eng_dsts, (size_t)cap * sizeof(*dd));
-        if (dd != NULL)
-            dev->eng_dsts = dd;
-        void **ss = realloc(dev->eng_srcs, (size_t)cap * sizeof(*ss));
-        if (ss != NULL)
-            dev->eng_srcs = ss;
-        size_t *zz = realloc(dev->eng_sizes, (size_t)cap * sizeof(*zz));
-        if (zz != NULL)
-            dev->eng_sizes = zz;
-        if (dd == NULL || ss == NULL || zz == NULL)
-            return convoy__error(b->ctx, CONVOY_ERR_NOMEM,
-                                 "%s: memcpy_multi engine: out of host memory for %d entries",
-                                 b->name, n);
-        dev->eng_cap = cap;
-    }
-    for (int i = 0; i < n; i++) {
-        dev->eng_dsts[i] = copies[i].dst;
-        dev->eng_srcs[i] = (void *)copies[i].src;
-        dev->eng_sizes[i] = copies[i].bytes;
-    }
+    convoy_status_t st = convoy__copyargs_set(&dev->eng, b, copies, n);
+    if (st != CONVOY_SUCCESS)
+        return st;
     hipMemcpyAttributes attr;
     memset(&attr, 0, sizeof(attr));
     attr.srcAccessOrder = hipMemcpySrcAccessOrderStream;
     size_t attr_idx = 0, fail_idx = SIZE_MAX;
     hipError_t rc = hipErrorNotSupported;
     if (!dev->eng_no_attrs) {
-        rc = hipMemcpyBatchAsync((void *)dev->eng_dsts, (void *)dev->eng_srcs,
-                                 (void *)dev->eng_sizes, (size_t)n, &attr, &attr_idx, 1, &fail_idx,
+        rc = hipMemcpyBatchAsync((void *)dev->eng.dsts, (void *)dev->eng.srcs,
+                                 (void *)dev->eng.sizes, (size_t)n, &attr, &attr_idx, 1, &fail_idx,
                                  s);
         if (rc == hipErrorNotSupported) {
             (void)hipGetLastError();
@@ -397,10 +283,10 @@ static convoy_status_t copy_engine(hip_dev_t *dev, hipStream_t s, const convoy__
     }
     if (dev->eng_no_attrs) {
         fail_idx = SIZE_MAX;
-        rc = hipMemcpyBatchAsync((void *)dev->eng_dsts, (void *)dev->eng_srcs,
-                                 (void *)dev->eng_sizes, (size_t)n, NULL, NULL, 0, &fail_idx, s);
+        rc = hipMemcpyBatchAsync((void *)dev->eng.dsts, (void *)dev->eng.srcs,
+                                 (void *)dev->eng.sizes, (size_t)n, NULL, NULL, 0, &fail_idx, s);
     }
-    convoy_status_t st = CONVOY_HIP_CALL(b->ctx, b->name, rc);
+    st = CONVOY_HIP_CALL(b->ctx, b->name, rc);
     if (st == CONVOY_SUCCESS) {
         *done_p = n;
         return CONVOY_SUCCESS;
@@ -431,9 +317,7 @@ static convoy_status_t hip_memcpy(convoy__device_t *d, convoy__stream_t *stream,
                                   const convoy__copy_t *copy)
 {
     hip_dev_t *dev = hip_dev(d);
-    convoy_status_t st = check_copies(dev, "memcpy", copy, 1);
-    if (st == CONVOY_SUCCESS && stream == NULL)
-        st = convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: memcpy: NULL stream", d->name);
+    convoy_status_t st = convoy__copyargs_check(d, "memcpy", stream, copy, 1);
     if (st == CONVOY_SUCCESS)
         st = hip_enter(dev);
     if (st != CONVOY_SUCCESS)
@@ -452,9 +336,7 @@ static convoy_status_t hip_memcpy_multi(convoy__device_t *d, convoy__stream_t *s
     int done = 0;
     if (submitted_p != NULL)
         *submitted_p = 0;
-    convoy_status_t st = check_copies(dev, "memcpy_multi", copies, n);
-    if (st == CONVOY_SUCCESS && stream == NULL)
-        st = convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: memcpy_multi: NULL stream", d->name);
+    convoy_status_t st = convoy__copyargs_check(d, "memcpy_multi", stream, copies, n);
     if (st == CONVOY_SUCCESS && method >= 0 &&
         (method >= CONVOY__METHOD_COUNT || !((d->methods >> method) & 1u)))
         st = convoy__error(d->ctx, CONVOY_ERR_INVALID,
@@ -547,7 +429,6 @@ static convoy_status_t hip_open(convoy_context_t *ctx, int local_index, int glob
     b->methods |= 1u << CONVOY__METHOD_ENGINE;
 #endif
     dev->ordinal = local_index;
-    dev->pool_chunk = (size_t)convoy__param_int(p, "hip_pool_chunk");
 
     size_t free_bytes = 0, total_bytes = 0;
     convoy_status_t st = hip_enter(dev);
@@ -560,16 +441,17 @@ static convoy_status_t hip_open(convoy_context_t *ctx, int local_index, int glob
     size_t want = (size_t)convoy__param_int(p, "hip_memory");
     b->mem_capacity = want > 0 ? want : free_bytes / 10 * 9;
 
-    dev->pool = convoy__arena_new(POOL_ALIGN);
-    if (dev->pool == NULL) {
+    st = convoy__devpool_init(&dev->pool, b, &hip_pool_ops,
+                              (size_t)convoy__param_int(p, "hip_pool_chunk"));
+    if (st != CONVOY_SUCCESS) {
         free(dev);
-        return convoy__error(ctx, CONVOY_ERR_NOMEM, "%s: out of host memory for the pool", b->name);
+        return st;
     }
-    pthread_mutex_init(&dev->pool_lock, NULL);
 #if CONVOY_HAVE_HIP_BATCH
     pthread_mutex_init(&dev->eng_lock, NULL);
 #endif
-    dev->hostmem = convoy__hip_hostmem_attach(ctx, (size_t)convoy__param_int(p, "hip_host_slab"));
+    dev->hostmem = convoy__hostslab_attach(&convoy__hip_hostslab_ops, ctx,
+                                           (size_t)convoy__param_int(p, "hip_host_slab"));
     if (dev->hostmem == NULL) {
         char msg[640];
         snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
@@ -590,20 +472,12 @@ static void hip_close(convoy__device_t *d)
     hip_dev_t *dev = hip_dev(d);
     if (hip_enter(dev) != CONVOY_SUCCESS)
         convoy__log_warn("%s: close: %s", d->name, convoy_last_error(NULL));
-    if (convoy__arena_live(dev->pool) > 0)
-        convoy__log_info("%s: closed with %zu bytes of device memory in use (%zu allocations)",
-                         d->name, convoy__arena_in_use(dev->pool), convoy__arena_live(dev->pool));
-    for (int i = 0; i < convoy__arena_region_count(dev->pool); i++)
-        CONVOY_HIP_CALL(NULL, d->name, hipFree(convoy__arena_region_at(dev->pool, i)->base));
-    convoy__arena_destroy(dev->pool);
-    pthread_mutex_destroy(&dev->pool_lock);
+    convoy__devpool_fini(&dev->pool);
 #if CONVOY_HAVE_HIP_BATCH
     pthread_mutex_destroy(&dev->eng_lock);
-    free(dev->eng_dsts);
-    free(dev->eng_srcs);
-    free(dev->eng_sizes);
+    convoy__copyargs_fini(&dev->eng);
 #endif
-    convoy__hip_hostmem_detach(dev->hostmem);
+    convoy__hostslab_detach(dev->hostmem);
     free(dev);
 }
 

@@ -3,11 +3,13 @@
  * with __HIP_PLATFORM_AMD__ (HIP_CPPFLAGS): no hipcc, no kernels. Internal to device/hip/.
  *
  *   device_hip.c   the component: parameters, query, open/close, streams, events,
- *                  launches, device memory (a pool of hipMalloc chunks), copies
- *   hip_hostmem.c  pinned, mapped host slabs (convoy_host_alloc)
+ *                  launches, device memory (the HIP calls under a pool of hipMalloc
+ *                  chunks), copies
+ *   hip_hostmem.c  pinned, mapped host slabs (convoy_host_alloc): the HIP calls
  *
- * The range allocator under the pool and the slabs is device/cuda/cuda_arena.c, which
- * is plain C (device/local.mk builds it for either component).
+ * The vendor-neutral parts are shared with the CUDA component, in device/: the pool
+ * (devpool.h), the slabs (hostslab.h), the range allocator under both (arena.h), and
+ * the checks and batch arrays of copies (copyargs.h).
  */
 #ifndef CONVOY_HIP_DEV_H
 #define CONVOY_HIP_DEV_H
@@ -17,8 +19,10 @@
 
 #include <hip/hip_runtime_api.h>
 
-#include "device/cuda/cuda_arena.h"
+#include "device/copyargs.h"
 #include "device/device.h"
+#include "device/devpool.h"
+#include "device/hostslab.h"
 #include "src/util.h"
 
 extern const convoy__device_component_t convoy__device_hip;
@@ -46,13 +50,8 @@ static inline convoy_status_t convoy__hip_check(hipError_t rc, const char *call,
 
 /* ---- pinned host memory (hip_hostmem.c) --------------------------------------------- */
 
-typedef struct convoy__hip_hostmem convoy__hip_hostmem_t;
-
-/* The context's pinned-slab state, shared by its HIP devices (reference counted); the
- * last detach frees the slabs. NULL on error (recorded). */
-convoy__hip_hostmem_t *convoy__hip_hostmem_attach(convoy_context_t *ctx, size_t slab_bytes);
-void convoy__hip_hostmem_detach(convoy__hip_hostmem_t *hm);
-
+/* The HIP calls under the pinned host slabs (hostslab.h), and the host_mem ops. */
+extern const convoy__hostslab_ops_t convoy__hip_hostslab_ops;
 extern const convoy__host_mem_ops_t convoy__hip_host_mem_ops;
 
 #endif /* CONVOY_HIP_DEV_H */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/copyargs.h"
 #include "src/context.h"
 #include "src/util.h"
 
@@ -182,30 +183,6 @@ static convoy_status_t sim_check_stream(convoy__sim_dev_t *dev, const char *what
     return CONVOY_SUCCESS;
 }
 
-static convoy_status_t sim_check_copies(convoy__sim_dev_t *dev, const char *what,
-                                        const convoy__copy_t *copies, int n)
-{
-    const char *name = dev->base.name;
-    convoy_context_t *ctx = dev->base.ctx;
-    if (!copies)
-        return convoy__error(ctx, CONVOY_ERR_INVALID, "%s: %s: NULL copies", name, what);
-    if (n < 1 || n > dev->base.max_batch)
-        return convoy__error(ctx, CONVOY_ERR_INVALID, "%s: %s: n = %d is outside 1..%d", name, what,
-                             n, dev->base.max_batch);
-    for (int i = 0; i < n; i++) {
-        const convoy__copy_t *c = &copies[i];
-        if (!c->dst || !c->src || c->bytes == 0)
-            return convoy__error(ctx, CONVOY_ERR_INVALID,
-                                 "%s: %s: copy %d: dst %p, src %p, bytes %zu (NULL pointers "
-                                 "and empty copies are not allowed)",
-                                 name, what, i, c->dst, c->src, c->bytes);
-        if (c->dir > CONVOY__D2D)
-            return convoy__error(ctx, CONVOY_ERR_INVALID, "%s: %s: copy %d: dir %u is unknown",
-                                 name, what, i, (unsigned)c->dir);
-    }
-    return CONVOY_SUCCESS;
-}
-
 /* Modelled fixed cost of k copies by method (the bandwidth part is the stream's). */
 static uint64_t sim_overhead_ns(const convoy__sim_dev_t *dev, int method, int k)
 {
@@ -316,7 +293,7 @@ static convoy_status_t sim_memcpy(convoy__device_t *d, convoy__stream_t *stream,
     convoy__sim_dev_t *dev = sim_dev(d);
     convoy_status_t st = sim_check_stream(dev, "memcpy", stream);
     if (st == CONVOY_SUCCESS)
-        st = sim_check_copies(dev, "memcpy", copy, 1);
+        st = convoy__copyargs_check(d, "memcpy", stream, copy, 1);
     if (st != CONVOY_SUCCESS)
         return st;
     return sim_submit(dev, (convoy__sim_stream_t *)(void *)stream, copy, 1, CONVOY__METHOD_LOOP, 0,
@@ -334,7 +311,7 @@ static convoy_status_t sim_memcpy_multi(convoy__device_t *d, convoy__stream_t *s
         *submitted_p = 0;
     convoy_status_t st = sim_check_stream(dev, "memcpy_multi", stream);
     if (st == CONVOY_SUCCESS)
-        st = sim_check_copies(dev, "memcpy_multi", copies, n);
+        st = convoy__copyargs_check(d, "memcpy_multi", stream, copies, n);
     if (st != CONVOY_SUCCESS)
         return st;
     if (method < 0)

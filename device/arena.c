@@ -1,5 +1,5 @@
 /*
- * The range allocator of cuda_arena.h.
+ * The range allocator of arena.h.
  *
  * Every region is cut into segments that tile it, kept in address order (prev/next) so
  * that a freed segment merges with free neighbours in O(1). Free segments are also on an
@@ -7,7 +7,7 @@
  * size just asked are found at once, which is the common case for a task runtime's
  * same-sized flows. Allocated segments are found by address through a hash table.
  */
-#include "device/cuda/cuda_arena.h"
+#include "device/arena.h"
 
 #include <stdlib.h>
 

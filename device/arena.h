@@ -1,14 +1,14 @@
 /*
  * A first-fit range allocator over a few large regions (device-memory chunks, pinned
- * host slabs), with coalescing of free neighbours. Plain C with no vendor calls: the
- * CUDA component uses it for its device pool and its pinned slabs, the HIP component
- * for the same (device/local.mk builds it when either is built). Internal to convoy.
+ * host slabs), with coalescing of free neighbours. Plain C with no vendor calls: under
+ * the device-memory pool (devpool.h) and the pinned host slabs (hostslab.h) of the CUDA
+ * and HIP components. Internal to convoy.
  *
  * Book-keeping lives in host memory only (the ranges may be device memory that the host
  * cannot touch). Not thread-safe: the owner holds its own lock around every call.
  */
-#ifndef CONVOY_CUDA_ARENA_H
-#define CONVOY_CUDA_ARENA_H
+#ifndef CONVOY_ARENA_H
+#define CONVOY_ARENA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -61,4 +61,4 @@ size_t convoy__arena_in_use(const convoy__arena_t *a);
 size_t convoy__arena_reserved(const convoy__arena_t *a);
 size_t convoy__arena_live(const convoy__arena_t *a);
 
-#endif /* CONVOY_CUDA_ARENA_H */
+#endif /* CONVOY_ARENA_H */
