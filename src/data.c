@@ -78,7 +78,7 @@ static void wait_for_users(convoy_data_t *d)
     pthread_mutex_lock(&ctx->done_lock);
     atomic_fetch_add(&ctx->done_waiters, 1);
     for (int i = 0; i < k; i++) {
-        while (__atomic_load_n(&users[i]->state, __ATOMIC_ACQUIRE) != CONVOY__TASK_DONE)
+        while (__atomic_load_n(&users[i]->state, __ATOMIC_SEQ_CST) != CONVOY__TASK_DONE)
             pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
     }
     atomic_fetch_sub(&ctx->done_waiters, 1);

@@ -350,7 +350,9 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
 
     task_lock(t);
     t->outcome = (uint8_t)outcome;
-    __atomic_store_n(&t->state, CONVOY__TASK_DONE, __ATOMIC_RELEASE);
+    /* Sequentially consistent, as the waiter's load in data.c: with a release store a
+     * completer could read done_waiters as 0 while a waiter still read the old state. */
+    __atomic_store_n(&t->state, CONVOY__TASK_DONE, __ATOMIC_SEQ_CST);
     int nsucc = t->nsucc;
     task_unlock(t);
     /* After DONE no edge is added, so the list is stable and ours to read. */

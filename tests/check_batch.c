@@ -1148,6 +1148,53 @@ START_TEST(test_launch_failure)
 }
 END_TEST
 
+/* A ring that the device would take whole (max_inflight = 64 tasks, below
+ * batch_max_tasks) wakes the idle device when its 64th task arrives instead of waiting
+ * for batch_max_wait_us (an hour here, longer than any test timeout): 64 tasks complete,
+ * in one ring. */
+static int wake_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    *(int *)t->flows[0] += 1;
+    return 0;
+}
+
+START_TEST(test_full_ring_wakes_device)
+{
+    const char *presets[] = {"sched",
+                             "batch",
+                             "devices",
+                             "sim",
+                             "max_inflight",
+                             "64",
+                             "batch_max_tasks",
+                             "256",
+                             "batch_max_wait_us",
+                             "3600000000",
+                             NULL};
+    convoy_context_t *ctx = tu_init(presets);
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "wake", 1, &rw, CONVOY_CLASS_BATCHABLE, &cls), 0);
+    convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, wake_chore);
+    enum { N = 64 };
+    static int v[N];
+    convoy_data_t *d[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = i;
+        ck_assert_int_eq(convoy_data_new(ctx, &v[i], sizeof(int), &d[i]), 0);
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), 0);
+    }
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(v[i], i + 1);
+    convoy_stats_t st;
+    convoy_get_stats(ctx, &st);
+    ck_assert_uint_eq(st.rings, 1);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("batch");
@@ -1165,6 +1212,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_mixed_classes);
     tcase_add_test(tc, test_trickle);
     tcase_add_test(tc, test_memory_pressure);
+    tcase_add_test(tc, test_full_ring_wakes_device);
     tc = tu_tcase(s, "failures", 60);
     tcase_add_test(tc, test_stage_in_failure_retried);
     tcase_add_test(tc, test_pushout_failure_retried);

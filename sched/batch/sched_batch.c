@@ -24,7 +24,7 @@ const convoy__param_def_t convoy__batch_params[] = {
      .type = CONVOY__PARAM_DOUBLE,
      .def = "50",
      .min = 0,
-     .max = 1e7,
+     .max = 3.6e9, /* an hour */
      .doc = "a ring closes this long after its oldest task became ready, full or not (about "
             "one batched submission of 128 x 8 KiB, PHYSICS.md 1)"},
     {.name = "batch_max_copies",
@@ -67,6 +67,7 @@ typedef struct batch_queue {
 
 typedef struct batch_state {
     convoy__batch_limits_t lim;
+    int wake_at; /* the ring size pop() takes from an idle device: min(max_tasks, max_inflight) */
     int nqueues;
     batch_queue_t q[];
 } batch_state_t;
@@ -85,6 +86,7 @@ static convoy_status_t batch_init(convoy_context_t *ctx, int nqueues, void **sta
         .max_bytes = (size_t)convoy__param_int(p, "batch_max_bytes"),
         .split_bytes = (size_t)convoy__param_int(p, "batch_split_bytes"),
     };
+    s->wake_at = (int)CONVOY__MIN((int64_t)s->lim.max_tasks, convoy__param_int(p, "max_inflight"));
     s->nqueues = nqueues;
     for (int i = 0; i < nqueues; i++)
         pthread_mutex_init(&s->q[i].lock, NULL);
@@ -146,7 +148,7 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     append(&cl->head, &cl->tail, task);
     int count = ++cl->count;
     pthread_mutex_unlock(&q->lock);
-    return queue == 0 || count == 1 || count % ((batch_state_t *)state)->lim.max_tasks == 0;
+    return queue == 0 || count == 1 || count % ((batch_state_t *)state)->wake_at == 0;
 }
 
 static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
