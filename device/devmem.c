@@ -110,6 +110,18 @@ void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *c)
     pthread_mutex_unlock(&dm->lock);
 }
 
+void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
+{
+    pthread_mutex_lock(&dm->lock);
+    if (c->users++ == 0)
+        lru_remove(dm, c);
+    c->version = CONVOY__NO_VERSION;
+    pthread_mutex_unlock(&dm->lock);
+    convoy__log_error("%s: %zu bytes of device memory of datum %llu are kept out of use: a "
+                      "transfer may still touch them",
+                      dm->dev->name, c->data->bytes, (unsigned long long)c->data->id);
+}
+
 void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
 {
     pthread_mutex_lock(&dm->lock);

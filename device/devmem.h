@@ -46,6 +46,9 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
                                        convoy__devcopy_t **copy_p);
 /* One user less; at zero the copy joins the LRU. */
 void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *copy);
+/* Keep a copy out of use for good: a transfer into or out of it may still be running
+ * with no event to tell when it ends, so its memory must never be reused. */
+void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *copy);
 /* Free data's copy (no user). */
 void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data);
 

@@ -37,6 +37,7 @@ convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream)
     }
     e->refs = 1;
     e->done = 0;
+    e->failed = 0;
     e->traced = 0;
     e->enqueue_ns = convoy__now_ns();
     e->next = NULL;
@@ -53,6 +54,7 @@ int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
     /* A failed event still means the work before it is over; the failure itself was
      * reported by the call that enqueued it. */
     e->done = 1;
+    e->failed = rc < 0;
     if (e->traced && p->ctx->trace != NULL) {
         e->tr.dur_ns = convoy__now_ns() - e->tr.ts_ns;
         convoy__trace_emit(p->ctx->trace, &e->tr);

@@ -16,6 +16,7 @@ typedef struct convoy__pev {
     convoy__event_t *ev;
     int refs;
     int done;                 /* seen complete */
+    int failed;               /* the device reported an error for the work before it */
     uint64_t enqueue_ns;      /* for the trace: when the work before it was enqueued */
     convoy__trace_event_t tr; /* a submission's trace record, emitted when seen complete */
     int traced;
@@ -28,8 +29,9 @@ enum {
     MEMBER_FAIL_MEMORY, /* no device memory for a flow */
     MEMBER_FAIL_STAGE_IN,
     MEMBER_FAIL_LAUNCH, /* the launch call failed */
-    MEMBER_FAIL_CHORE,  /* the chore returned non-zero */
-    MEMBER_FAIL_PUSHOUT,
+    MEMBER_FAIL_CHORE,
+    /* the chore returned non-zero */ MEMBER_FAIL_PUSHOUT,
+    MEMBER_FAIL_DEVICE, /* the device reported an error for work the member needed */
 };
 
 typedef struct convoy__member {
@@ -58,9 +60,11 @@ typedef struct convoy__group {
     convoy__pev_t *in_ev; /* the last stage-in submission it needs (NULL: none) */
     convoy__pev_t *in_small_ev; /* split groups: the last small stage-in of the ring */
     convoy__pev_t *exec_ev;
-    void *launches;   /* launch records, alive until the ring is freed */
-    int *run;         /* members launched */
-    int traced_steps; /* lifecycle steps already in the trace (staged-in, executed) */
+    convoy__stream_t *exec_stream; /* where it was launched: an event recorded later covers it */
+    uint64_t record_deadline;      /* give up recording exec_ev after this (device broken) */
+    void *launches;                /* launch records, alive until the ring is freed */
+    int *run;                      /* members launched */
+    int traced_steps;              /* lifecycle steps already in the trace (staged-in, executed) */
 } convoy__group_t;
 
 typedef struct convoy__ring {
@@ -76,6 +80,7 @@ typedef struct convoy__ring {
     int nin;
     char mem_msg[256], in_msg[256], launch_msg[256], out_msg[256]; /* first failures */
     struct convoy__pipe *pipe;
+    int leak; /* a launch may still run with no event to tell when: keep what it uses */
     struct convoy__ring *next;
 } convoy__ring_t;
 
@@ -88,7 +93,7 @@ typedef struct convoy__pipe {
     atomic_int stop;
     _Atomic int64_t load; /* tasks popped and not completed */
     convoy__stream_t *in, *in_large, *out, *out_large, *exec[CONVOY__NEXEC];
-    int next_exec;
+    unsigned next_exec; /* unsigned: wraps without undefined behaviour */
     convoy__devmem_t mem;
     convoy__ring_t *rings; /* in flight, oldest first */
     int nrings;

@@ -72,6 +72,19 @@ static int stream_tid(convoy__pipe_t *p, convoy__stream_t *s)
     return 0;
 }
 
+/* Record an event on stream, retrying a few times: a later record on the same stream
+ * covers the same work, so a passing failure costs only a short wait. NULL when the
+ * device keeps refusing. */
+static convoy__pev_t *record_event(convoy__pipe_t *p, convoy__stream_t *stream)
+{
+    convoy__pev_t *ev = convoy__pev_record(p, stream);
+    for (int i = 0; ev == NULL && i < 20; i++) {
+        convoy__sleep_until_ns(convoy__now_ns() + 50000);
+        ev = convoy__pev_record(p, stream);
+    }
+    return ev;
+}
+
 /* Plan and issue one stage's copies. A failed submission is retried one copy at a time
  * from the first copy it did not enqueue (the memcpy_multi contract); copies that fail
  * alone are marked failed. Every submission gets an event, so nothing enqueued is left
@@ -108,15 +121,16 @@ static void issue_stage(convoy__pipe_t *p, convoy__ring_t *r, stage_t *s, int st
                 }
             }
         }
-        convoy__pev_t *ev = convoy__pev_record(p, stream);
+        convoy__pev_t *ev = record_event(p, stream);
         if (ev == NULL) {
-            /* Without an event nothing tells when these copies land: wait for the
-             * device here rather than use them early. */
+            /* Nothing tells when these copies land: they count as failed, and the device
+             * memory they touch is kept out of use for good (failed = 2: the caller pins
+             * it), since they may still be running. */
             convoy__log_error("%s: recording an event failed (%s); the copies of this "
                               "submission count as failed",
                               dev->name, convoy_last_error(NULL));
             for (int j = 0; j < sub->count; j++)
-                s->failed[cp[j].tag] = 1;
+                s->failed[cp[j].tag] = 2;
         }
         s->subs[k] = ev;
         for (int j = 0; j < sub->count; j++)
@@ -240,6 +254,8 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__devcopy_t *c = slot[k];
         if (s.failed[k]) {
             c->version = CONVOY__NO_VERSION;
+            if (s.failed[k] == 2)
+                convoy__devmem_pin(&p->mem, c);
             continue;
         }
         c->version = atomic_load_explicit(&c->data->version, memory_order_acquire);
@@ -306,8 +322,10 @@ static void pushout(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
     int nflows = r->cls->nflows;
     stage_t s;
     int *owner = malloc((size_t)(g->count * nflows) * sizeof(int));
-    if (owner == NULL || stage_alloc(&s, g->count * nflows) != 0) {
+    convoy__devcopy_t **source = malloc((size_t)(g->count * nflows) * sizeof(*source));
+    if (owner == NULL || source == NULL || stage_alloc(&s, g->count * nflows) != 0) {
         free(owner);
+        free(source);
         for (int i = 0; i < g->count; i++)
             member_fail(&r->m[r->order[g->first + i]], MEMBER_FAIL_PUSHOUT, 0);
         return;
@@ -328,6 +346,7 @@ static void pushout(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
                 continue;
             convoy_data_t *d = m->task->data[f];
             owner[s.n] = r->order[g->first + i];
+            source[s.n] = m->copy[f];
             s.copies[s.n] = (convoy__copy_t){.dst = d->host,
                                              .src = m->copy[f]->ptr,
                                              .bytes = d->bytes,
@@ -351,6 +370,8 @@ static void pushout(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
         if (s.failed[k]) {
             member_fail(m, MEMBER_FAIL_PUSHOUT, 0);
             snprintf(r->out_msg, sizeof(r->out_msg), "%s", s.msg);
+            if (s.failed[k] == 2)
+                convoy__devmem_pin(&p->mem, source[k]);
         }
         convoy__pev_t *ev = s.subs[s.sub_of[k]];
         if (ev == NULL)
@@ -365,6 +386,7 @@ static void pushout(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
     for (int k = 0; k < s.plan.nsubs; k++)
         convoy__pev_put(p, s.subs[k]);
     free(owner);
+    free(source);
     stage_free(&s);
 }
 
@@ -415,7 +437,10 @@ static void launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
     if (g->launches == NULL)
         for (int i = 0; i < nrun; i++)
             member_fail(&r->m[run[i]], MEMBER_FAIL_LAUNCH, 0);
-    g->exec_ev = convoy__pev_record(p, stream);
+    g->exec_stream = stream;
+    g->exec_ev = record_event(p, stream);
+    if (g->exec_ev == NULL) /* retried from ring_progress until this deadline */
+        g->record_deadline = convoy__now_ns() + 1000000000ull;
     if (g->exec_ev != NULL && ctx->trace != NULL) {
         g->exec_ev->traced = 1;
         g->exec_ev->tr =
@@ -428,10 +453,23 @@ static void launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
                                     .name = cls->name};
     }
     g->state = GROUP_LAUNCHED;
-    if (dev->launch_inline) {
+    if (dev->launch_inline && g->exec_ev != NULL) {
         pushout(p, r, g);
         g->state = GROUP_PUSHED;
     }
+}
+
+/* The event of stage-in submission k or, when none could be recorded for it, of the last
+ * earlier submission on the same stream that has one: streams run in order, so it covers
+ * every copy before it (the copies of k itself failed, and so did the members needing
+ * them). */
+static convoy__pev_t *recorded_at_or_before(const convoy__ring_t *r, int k)
+{
+    int split = r->in_split != NULL && r->in_split[k];
+    for (int j = k; j >= 0; j--)
+        if (r->in_subs[j] != NULL && (r->in_split != NULL && r->in_split[j]) == split)
+            return r->in_subs[j];
+    return NULL;
 }
 
 /* Split the ring's members into groups by the stage-in they need (see the top). */
@@ -476,12 +514,12 @@ static int make_groups(convoy__ring_t *r)
         g->count = o - first;
         g->split = k >= 0;
         int ev_index = k >= 0 ? k : small_need;
-        g->in_ev = ev_index >= 0 ? r->in_subs[ev_index] : NULL;
+        g->in_ev = ev_index >= 0 ? recorded_at_or_before(r, ev_index) : NULL;
         if (k >= 0) {
             /* The small submissions may carry some of its inputs too, and the large
              * stream runs independently of them: wait for the ring's last small
              * submission (small_need covers only the members without a split copy). */
-            g->in_small_ev = last_small >= 0 ? r->in_subs[last_small] : NULL;
+            g->in_small_ev = last_small >= 0 ? recorded_at_or_before(r, last_small) : NULL;
         }
         for (int i = first; i < o; i++)
             r->m[r->order[i]].group = r->ngroups - 1;
@@ -595,6 +633,9 @@ static const char *fail_text(const convoy__ring_t *r, const convoy__member_t *m,
         snprintf(buf, len, "the %schore of class '%s' returned %d on %s",
                  cls->batch_chore[r->pipe->dev->kind] ? "batch " : "", cls->name, m->rc, dev);
         break;
+    case MEMBER_FAIL_DEVICE:
+        snprintf(buf, len, "%s reported an error for the copies or the launch of its ring", dev);
+        break;
     case MEMBER_FAIL_PUSHOUT:
         snprintf(buf, len, "pushout from %s failed: %s", dev,
                  r->out_msg[0] ? r->out_msg : "no memory");
@@ -615,6 +656,14 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     const convoy_class_t *cls = t->cls;
     if (m->fail == MEMBER_OK && m->rc != 0)
         member_fail(m, MEMBER_FAIL_CHORE, 0);
+    const convoy__group_t *g = &r->groups[m->group];
+    int device_error = (m->done[0] && m->done[0]->failed) || (m->done[1] && m->done[1]->failed) ||
+                       (g->exec_ev && g->exec_ev->failed) || (g->in_ev && g->in_ev->failed) ||
+                       (g->in_small_ev && g->in_small_ev->failed);
+    for (int w = 0; w < m->nwait; w++)
+        device_error |= m->wait[w]->failed;
+    if (device_error)
+        member_fail(m, MEMBER_FAIL_DEVICE, 0);
     int ok = m->fail == MEMBER_OK;
     int home = p->dev->index + 1;
     for (int f = 0; f < m->ncopies; f++) {
@@ -651,6 +700,13 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
 
 static void ring_free(convoy__pipe_t *p, convoy__ring_t *r)
 {
+    if (r->leak) {
+        /* A launch without an event may still write its members' results here. */
+        convoy__log_error("%s: ring %lld is kept in memory: a launch of it was never seen to "
+                          "end",
+                          p->dev->name, (long long)r->id);
+        return;
+    }
     for (int k = 0; k < r->nin; k++)
         convoy__pev_put(p, r->in_subs[k]);
     for (int k = 0; k < r->ngroups; k++) {
@@ -664,6 +720,30 @@ static void ring_free(convoy__pipe_t *p, convoy__ring_t *r)
     free(r->order);
     free(r->m);
     free(r);
+}
+
+/* A launch with no event yet: record one now (it covers the launch). Returns 0 once it
+ * has given up: past the deadline the device is taken as broken, the members fail, and
+ * the ring's memory and the members' device copies are kept for good, since the launch
+ * may still run and touch them. */
+static int record_exec_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
+{
+    g->exec_ev = convoy__pev_record(p, g->exec_stream);
+    if (g->exec_ev != NULL || convoy__now_ns() < g->record_deadline)
+        return 1;
+    snprintf(r->launch_msg, sizeof(r->launch_msg),
+             "no event could be recorded after the launch on %s: %s", p->dev->name,
+             convoy_last_error(NULL));
+    convoy__log_error("%s", r->launch_msg);
+    for (int i = 0; i < g->count; i++) {
+        convoy__member_t *m = &r->m[r->order[g->first + i]];
+        member_fail(m, MEMBER_FAIL_LAUNCH, 0);
+        for (int f = 0; f < m->ncopies; f++)
+            convoy__devmem_pin(&p->mem, m->copy[f]);
+    }
+    r->leak = 1;
+    g->state = GROUP_PUSHED;
+    return 0;
 }
 
 /* Lifecycle steps of a group's members, for the trace, as the host sees them. */
@@ -706,6 +786,12 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
             }
             break;
         case GROUP_LAUNCHED:
+            if (g->exec_ev == NULL && !record_exec_again(p, r, g)) {
+                moved = 1; /* given up: the group's members fail */
+                break;
+            }
+            if (g->exec_ev == NULL)
+                break;
             /* The chores' results are known once the launch's event completes. */
             if (convoy__pev_poll(p, g->exec_ev)) {
                 pushout(p, r, g);

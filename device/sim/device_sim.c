@@ -64,7 +64,12 @@ const convoy__param_def_t convoy__sim_params[] = {
      .doc = "fault injection: the n-th mem_alloc fails with CONVOY_ERR_DEVICE; 0: off"},
     {.name = "sim_fail_launch", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
-     .doc = "fault injection: the n-th launch fails and its chore does not run; 0: off"},
+     .doc = "fault injection: the n-th launch fails and its chore does not run; 0: off"},    {.name = "sim_fail_record", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
+     .max = 2147483647.0,
+     .doc = "fault injection: event records fail from the n-th on (sim_fail_records of them); 0: off"},
+    {.name = "sim_fail_records", .type = CONVOY__PARAM_INT, .def = "1", .min = 1,
+     .max = 2147483647.0,
+     .doc = "how many event records fail in a row from sim_fail_record"},
     {.name = "sim_delay_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0, .max = 1e9,
      .doc = "fault injection: us added to the completion of every copy submission"},
     {.name = "sim_fail_every", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
@@ -417,6 +422,8 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->fail_submitted = convoy__param_int(p, "sim_fail_submitted");
     dev->fail_alloc = convoy__param_int(p, "sim_fail_alloc");
     dev->fail_launch = convoy__param_int(p, "sim_fail_launch");
+    dev->fail_record = convoy__param_int(p, "sim_fail_record");
+    dev->fail_records = convoy__param_int(p, "sim_fail_records");
     dev->fail_every = convoy__param_int(p, "sim_fail_every");
 
     pthread_condattr_t attr;

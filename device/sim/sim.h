@@ -127,6 +127,8 @@ struct convoy__sim_dev {
     double submit_ns, copy_ns, single_copy_ns, launch_ns, delay_ns;
     double ns_per_byte;
     int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
+    int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
+    uint64_t nevent_records;           /* event records so far (under lock) */
 
     pthread_mutex_t lock;     /* guards every field below and all streams and events */
     pthread_cond_t exec_cond; /* streams blocked on another stream's event sleep here */

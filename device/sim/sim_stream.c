@@ -456,7 +456,17 @@ convoy_status_t convoy__sim_event_record(convoy__device_t *d, convoy__event_t *e
     convoy__sim_stream_t *s = sim_stream(stream);
     convoy__sim_event_t *ev = sim_event(event);
     convoy_status_t st = sim_check_pair(dev, "event_record", s, ev);
-    return st != CONVOY_SUCCESS ? st : sim_event_op(dev, s, ev, CONVOY__SIM_OP_RECORD);
+    if (st != CONVOY_SUCCESS)
+        return st;
+    pthread_mutex_lock(&dev->lock);
+    uint64_t n = ++dev->nevent_records;
+    pthread_mutex_unlock(&dev->lock);
+    if (dev->fail_record > 0 && n >= (uint64_t)dev->fail_record &&
+        n < (uint64_t)dev->fail_record + (uint64_t)dev->fail_records)
+        return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
+                             "%s: injected failure of event record %llu (sim_fail_record)", d->name,
+                             (unsigned long long)n);
+    return sim_event_op(dev, s, ev, CONVOY__SIM_OP_RECORD);
 }
 
 convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
