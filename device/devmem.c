@@ -113,9 +113,17 @@ void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *c)
 void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
     pthread_mutex_lock(&dm->lock);
+    if (c->pinned) { /* already kept: one hold is enough */
+        pthread_mutex_unlock(&dm->lock);
+        return;
+    }
+    c->pinned = 1;
     if (c->users++ == 0)
         lru_remove(dm, c);
     c->version = CONVOY__NO_VERSION;
+    c->lru_prev = NULL;
+    c->lru_next = dm->pinned;
+    dm->pinned = c;
     pthread_mutex_unlock(&dm->lock);
     convoy__log_error("%s: %zu bytes of device memory of datum %llu are kept out of use: a "
                       "transfer may still touch them",
@@ -139,6 +147,14 @@ void convoy__devmem_fini(convoy__devmem_t *dm)
     pthread_mutex_lock(&dm->lock);
     while (dm->lru_head != NULL)
         free_copy(dm, dm->lru_head);
+    while (dm->pinned != NULL) {
+        convoy__devcopy_t *c = dm->pinned;
+        dm->pinned = c->lru_next;
+        c->lru_next = NULL;
+        c->users = 0;
+        lru_append(dm, c); /* so that free_copy finds it where it looks */
+        free_copy(dm, c);
+    }
     pthread_mutex_unlock(&dm->lock);
     pthread_mutex_destroy(&dm->lock);
 }

@@ -19,22 +19,25 @@ typedef struct convoy__devcopy {
     void *ptr;
     uint64_t version;            /* the datum's version it holds; NO_VERSION: none */
     int users;                   /* ring members in flight that use it */
+    int pinned;                  /* kept out of use for good (convoy__devmem_pin) */
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */
     int64_t stage_ring;          /* the ring whose stage-in list holds it, and where */
     int stage_slot;
-    struct convoy__devcopy *lru_prev, *lru_next; /* in the LRU while users == 0 */
+    struct convoy__devcopy *lru_prev, *lru_next; /* the LRU while users == 0; dm->pinned */
 } convoy__devcopy_t;
 
 typedef struct convoy__devmem {
     pthread_mutex_t lock; /* the progress thread and convoy_data_free */
     convoy__device_t *dev;
     convoy__devcopy_t *lru_head, *lru_tail; /* least recently used first */
+    convoy__devcopy_t *pinned;              /* kept out of use (lru_next links them) */
     size_t bytes_in_use;
     uint64_t evictions;
 } convoy__devmem_t;
 
 void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev);
-/* Free every copy (none in use). */
+/* Free every copy: none in use, and nothing in flight any more (the device's streams
+ * are gone), so pinned copies go too. */
 void convoy__devmem_fini(convoy__devmem_t *dm);
 
 /*

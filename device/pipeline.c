@@ -268,6 +268,24 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
     if (p == NULL)
         return;
     convoy__pipeline_stop(dev);
+    /* Streams first: once they are gone nothing runs, and what was kept for work that
+     * might still be running (kept rings, pinned copies) can go. */
+    convoy__stream_t *all[] = {p->in,      p->in_large, p->out,     p->out_large,
+                               p->exec[0], p->exec[1],  p->exec[2], p->exec[3]};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i] != NULL)
+            dev->ops->stream_destroy(dev, all[i]);
+    while (p->kept != NULL) {
+        convoy__ring_t *r = p->kept;
+        p->kept = r->next;
+        r->leak = 0;
+        convoy__ring_free(p, r);
+    }
+    for (convoy__devcopy_t *c = p->mem.pinned; c != NULL; c = c->lru_next)
+        if (c->arrival != NULL) {
+            convoy__pev_put(p, c->arrival);
+            c->arrival = NULL;
+        }
     convoy__devmem_fini(&p->mem);
     while (p->free_pevs != NULL) {
         convoy__pev_t *e = p->free_pevs;
@@ -275,11 +293,6 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
         dev->ops->event_destroy(dev, e->ev);
         free(e);
     }
-    convoy__stream_t *all[] = {p->in,      p->in_large, p->out,     p->out_large,
-                               p->exec[0], p->exec[1],  p->exec[2], p->exec[3]};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i] != NULL)
-            dev->ops->stream_destroy(dev, all[i]);
     free(p);
     dev->pipeline = NULL;
 }

@@ -29,8 +29,8 @@ enum {
     MEMBER_FAIL_MEMORY, /* no device memory for a flow */
     MEMBER_FAIL_STAGE_IN,
     MEMBER_FAIL_LAUNCH, /* the launch call failed */
-    MEMBER_FAIL_CHORE,
-    /* the chore returned non-zero */ MEMBER_FAIL_PUSHOUT,
+    MEMBER_FAIL_CHORE,  /* the chore returned non-zero */
+    MEMBER_FAIL_PUSHOUT,
     MEMBER_FAIL_DEVICE, /* the device reported an error for work the member needed */
 };
 
@@ -96,6 +96,7 @@ typedef struct convoy__pipe {
     unsigned next_exec; /* unsigned: wraps without undefined behaviour */
     convoy__devmem_t mem;
     convoy__ring_t *rings; /* in flight, oldest first */
+    convoy__ring_t *kept;  /* rings a launch may still use: freed once the streams are gone */
     int nrings;
     int64_t max_inflight;     /* tasks */
     convoy__task_t *deferred; /* waiting for device memory, oldest first */
@@ -111,6 +112,8 @@ int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e);
 void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e);
 
 /* Rings (pipeline_ring.c). */
+/* Give back what a finished ring holds; a ring marked leak is kept on p->kept instead. */
+void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r);
 void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n);
 /* Advance a ring; returns 1 when something moved. Frees the ring when all is done and
  * returns 1 with *finished_p set. */

@@ -698,13 +698,15 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     return 1;
 }
 
-static void ring_free(convoy__pipe_t *p, convoy__ring_t *r)
+void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
 {
     if (r->leak) {
         /* A launch without an event may still write its members' results here. */
         convoy__log_error("%s: ring %lld is kept in memory: a launch of it was never seen to "
                           "end",
                           p->dev->name, (long long)r->id);
+        r->next = p->kept;
+        p->kept = r;
         return;
     }
     for (int k = 0; k < r->nin; k++)
@@ -822,7 +824,7 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
         }
     }
     if (r->open_members == 0) {
-        ring_free(p, r);
+        convoy__ring_free(p, r);
         *finished_p = 1;
         return 1;
     }
