@@ -17,6 +17,8 @@ EXTRA_DIST += \
 	doc/results/h200-2026-11-29-tests.log \
 	doc/results/h200-2026-11-29-run5.log \
 	doc/results/h200-2026-11-29-run5-tests.log \
+	doc/results/h200-2026-11-29-run6.log \
+	doc/results/h200-2026-11-29-run6-tests.log \
 	doc/results/h200-2026-11-29-machine.txt \
 	doc/tracing/h200_tiny_batch.svg \
 	doc/tracing/h200_tiny_fifo.svg \
