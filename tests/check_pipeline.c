@@ -862,6 +862,23 @@ START_TEST(test_chaos_random)
 }
 END_TEST
 
+/* A random graph of n tasks under ps's device faults that the runtime must absorb:
+ * every task succeeds and the host holds the sequential result. */
+static void random_graph_all_succeed(pset_t *ps, uint64_t seed, int n)
+{
+    tu_rng_t rng;
+    tu_rng_seed(&rng, seed);
+    size_t sizes[NDATA_RANDOM];
+    random_sizes(&rng, sizes, NDATA_RANDOM);
+    static world_t w;
+    world_init(&w, ps, NDATA_RANDOM, sizes, seed);
+    for (int i = 0; i < n; i++)
+        world_random_task(&w, &rng, 0);
+    verdict_t v = world_wait(&w, 1, 0);
+    ck_assert_int_eq(v.ok, n);
+    world_fini(&w);
+}
+
 /* A copy submission's completion delayed by the sim (sim_delay_us) changes nothing but
  * when things happen: random graphs under both schedulers still give the sequential
  * result, with every task succeeding. */
@@ -874,18 +891,7 @@ START_TEST(test_delayed_completions)
     ps_base(&ps, sched);
     ps_set(&ps, "sim_memory", "80K");
     ps_set(&ps, "sim_delay_us", "300");
-    tu_rng_t rng;
-    tu_rng_seed(&rng, seed + 300);
-    size_t sizes[NDATA_RANDOM];
-    random_sizes(&rng, sizes, NDATA_RANDOM);
-    static world_t w;
-    world_init(&w, &ps, NDATA_RANDOM, sizes, seed);
-    int n = tu_scaled(150, 40);
-    for (int i = 0; i < n; i++)
-        world_random_task(&w, &rng, 0);
-    verdict_t v = world_wait(&w, 1, 0);
-    ck_assert_int_eq(v.ok, n);
-    world_fini(&w);
+    random_graph_all_succeed(&ps, seed + 300, tu_scaled(150, 40));
 }
 END_TEST
 
@@ -1106,18 +1112,7 @@ START_TEST(test_fail_record_retried)
     ps_base(&ps, sched);
     ps_set(&ps, "sim_fail_record", "5");
     ps_set(&ps, "sim_fail_records", "3");
-    tu_rng_t rng;
-    tu_rng_seed(&rng, seed + 400);
-    size_t sizes[NDATA_RANDOM];
-    random_sizes(&rng, sizes, NDATA_RANDOM);
-    static world_t w;
-    world_init(&w, &ps, NDATA_RANDOM, sizes, seed);
-    int n = tu_scaled(100, 30);
-    for (int i = 0; i < n; i++)
-        world_random_task(&w, &rng, 0);
-    verdict_t v = world_wait(&w, 1, 0);
-    ck_assert_int_eq(v.ok, n);
-    world_fini(&w);
+    random_graph_all_succeed(&ps, seed + 400, tu_scaled(100, 30));
 }
 END_TEST
 
