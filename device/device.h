@@ -11,6 +11,7 @@
 #ifndef CONVOY_DEVICE_H
 #define CONVOY_DEVICE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,9 @@ typedef struct convoy__device_ops {
     /* Later work on stream waits for event (no host round trip). */
     convoy_status_t (*stream_wait_event)(convoy__device_t *dev, convoy__stream_t *stream,
                                          convoy__event_t *event);
+    /* Block until all work enqueued on stream so far has run; CONVOY_SUCCESS when it ran
+     * without error. The pipeline's last resort when no event can be recorded. */
+    convoy_status_t (*stream_sync)(convoy__device_t *dev, convoy__stream_t *stream);
 
     /* One copy, in stream order. */
     convoy_status_t (*memcpy)(convoy__device_t *dev, convoy__stream_t *stream,
@@ -121,6 +125,7 @@ struct convoy__device {
                                   the launch; 0: the result is known when the launch's event
                                   completes (sim) */
     void *pipeline;            /* the pipeline's state for this device (device/pipeline.c) */
+    _Atomic int64_t load;      /* tasks taken and not completed, published for placement */
 };
 
 /* Host memory services a GPU component offers (pinned slabs); optional. */

@@ -6,14 +6,25 @@
 #include <stdlib.h>
 
 #include "device/devmem.h"
+#include "src/coherence.h"
 
 void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev)
 {
     pthread_mutex_init(&dm->lock, NULL);
     dm->dev = dev;
     dm->lru_head = dm->lru_tail = NULL;
+    dm->pinned = NULL;
+    dm->all = NULL;
     dm->bytes_in_use = 0;
     dm->evictions = 0;
+}
+
+int convoy__devmem_dirty(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
+{
+    uint64_t v;
+    int on;
+    convoy__coh_get(c->data, &v, &on);
+    return c->version == v && on == dm->dev->index;
 }
 
 static void lru_remove(convoy__devmem_t *dm, convoy__devcopy_t *c)
@@ -40,17 +51,53 @@ static void lru_append(convoy__devmem_t *dm, convoy__devcopy_t *c)
     dm->lru_tail = c;
 }
 
-/* Free an unused copy and detach it from its datum. Under dm->lock. */
+/* Free a copy no one uses and detach it from its datum. Under dm->lock, not in the LRU. */
 static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
-    lru_remove(dm, c);
+    if (c->all_prev != NULL)
+        c->all_prev->all_next = c->all_next;
+    else
+        dm->all = c->all_next;
+    if (c->all_next != NULL)
+        c->all_next->all_prev = c->all_prev;
     dm->dev->ops->mem_free(dm->dev, c->ptr);
     dm->bytes_in_use -= c->data->bytes;
     c->data->dev[dm->dev->index] = NULL;
-    int expected = dm->dev->index + 1;
-    atomic_compare_exchange_strong(&c->data->home_hint, &expected, 0);
+    convoy__coh_clear_hint(c->data, dm->dev->index);
     convoy__data_unref(c->data);
     free(c);
+}
+
+/* Can the LRU copy c go at once: nothing in flight from it and not the only newest
+ * version? */
+static int clean_victim(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
+{
+    return c->out_ev == NULL && !convoy__devmem_dirty(dm, c);
+}
+
+/* Allocate bytes, freeing clean unused copies (least recently used first) while the
+ * device is full. Under dm->lock. */
+static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void **ptr_p)
+{
+    convoy__device_t *dev = dm->dev;
+    if (bytes > dev->mem_capacity)
+        return convoy__error(dev->ctx, CONVOY_ERR_NOMEM, "%zu bytes asked; %s has %zu bytes of memory",
+                             bytes, dev->name, dev->mem_capacity);
+    convoy_status_t st;
+    convoy__devcopy_t *c = dm->lru_head;
+    while ((st = dev->ops->mem_alloc(dev, bytes, ptr_p)) == CONVOY_ERR_NOMEM) {
+        while (c != NULL && !clean_victim(dm, c))
+            c = c->lru_next;
+        if (c == NULL)
+            break;
+        convoy__devcopy_t *next = c->lru_next;
+        lru_remove(dm, c);
+        free_copy(dm, c);
+        c = next;
+        dm->evictions++;
+        atomic_fetch_add_explicit(&dev->ctx->stats.evictions, 1, memory_order_relaxed);
+    }
+    return st;
 }
 
 convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data,
@@ -60,26 +107,19 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
     pthread_mutex_lock(&dm->lock);
     convoy__devcopy_t *c = data->dev[dev->index];
     if (c != NULL) {
-        if (c->users++ == 0)
+        if (c->users++ == 0 && !c->evicting)
             lru_remove(dm, c);
+        c->evicting = 0; /* in use again: it stays once its pushout lands */
         pthread_mutex_unlock(&dm->lock);
         *copy_p = c;
         return CONVOY_SUCCESS;
     }
-    convoy_status_t st;
     void *ptr = NULL;
-    if (data->bytes > dev->mem_capacity) {
+    convoy_status_t st = alloc_evicting(dm, data->bytes, &ptr);
+    if (st == CONVOY_ERR_NOMEM && data->bytes > dev->mem_capacity)
         st = convoy__error(dev->ctx, CONVOY_ERR_NOMEM,
                            "datum %llu needs %zu bytes; %s has %zu bytes of memory",
                            (unsigned long long)data->id, data->bytes, dev->name, dev->mem_capacity);
-        goto out;
-    }
-    while ((st = dev->ops->mem_alloc(dev, data->bytes, &ptr)) == CONVOY_ERR_NOMEM &&
-           dm->lru_head != NULL) {
-        free_copy(dm, dm->lru_head);
-        dm->evictions++;
-        atomic_fetch_add_explicit(&dev->ctx->stats.evictions, 1, memory_order_relaxed);
-    }
     if (st != CONVOY_SUCCESS)
         goto out;
     c = calloc(1, sizeof(*c));
@@ -95,6 +135,10 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
     c->stage_ring = -1;
     atomic_fetch_add(&data->refs, 1);
     data->dev[dev->index] = c;
+    c->all_next = dm->all;
+    if (dm->all != NULL)
+        dm->all->all_prev = c;
+    dm->all = c;
     dm->bytes_in_use += data->bytes;
     *copy_p = c;
 out:
@@ -102,11 +146,86 @@ out:
     return st;
 }
 
+convoy__devcopy_t *convoy__devmem_lookup(convoy__devmem_t *dm, convoy_data_t *data)
+{
+    pthread_mutex_lock(&dm->lock);
+    convoy__devcopy_t *c = data->dev[dm->dev->index];
+    if (c != NULL) {
+        if (c->users++ == 0 && !c->evicting)
+            lru_remove(dm, c);
+        c->evicting = 0;
+    }
+    pthread_mutex_unlock(&dm->lock);
+    return c;
+}
+
 void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
     pthread_mutex_lock(&dm->lock);
-    if (--c->users == 0)
+    if (--c->users == 0 && !c->pinned)
         lru_append(dm, c);
+    pthread_mutex_unlock(&dm->lock);
+}
+
+convoy_status_t convoy__devmem_alloc_buffer(convoy__devmem_t *dm, size_t bytes, void **ptr_p)
+{
+    pthread_mutex_lock(&dm->lock);
+    convoy_status_t st = alloc_evicting(dm, bytes, ptr_p);
+    if (st == CONVOY_SUCCESS)
+        dm->bytes_in_use += bytes;
+    pthread_mutex_unlock(&dm->lock);
+    return st;
+}
+
+void convoy__devmem_free_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes)
+{
+    if (ptr == NULL)
+        return;
+    pthread_mutex_lock(&dm->lock);
+    dm->dev->ops->mem_free(dm->dev, ptr);
+    dm->bytes_in_use -= bytes;
+    pthread_mutex_unlock(&dm->lock);
+}
+
+void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *c, void *ptr)
+{
+    pthread_mutex_lock(&dm->lock);
+    dm->dev->ops->mem_free(dm->dev, c->ptr);
+    dm->bytes_in_use -= c->data->bytes;
+    c->ptr = ptr;
+    pthread_mutex_unlock(&dm->lock);
+}
+
+int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
+                              convoy__devcopy_t **out, int max)
+{
+    int n = 0;
+    size_t got = 0;
+    pthread_mutex_lock(&dm->lock);
+    for (convoy__devcopy_t *c = dm->lru_head, *next; c != NULL && n < max && got < want; c = next) {
+        next = c->lru_next;
+        if (c->out_ev != NULL || c->evict_failures >= limit || !convoy__devmem_dirty(dm, c))
+            continue;
+        lru_remove(dm, c);
+        c->evicting = 1;
+        out[n++] = c;
+        got += c->data->bytes;
+    }
+    pthread_mutex_unlock(&dm->lock);
+    return n;
+}
+
+void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *c)
+{
+    pthread_mutex_lock(&dm->lock);
+    if (c->users == 0 && c->evicting && !c->out_failed) {
+        free_copy(dm, c);
+        dm->evictions++;
+        atomic_fetch_add_explicit(&dm->dev->ctx->stats.evictions, 1, memory_order_relaxed);
+    } else if (c->users == 0 && c->evicting) {
+        c->evicting = 0; /* still the only newest version: keep it, maybe evict later */
+        lru_append(dm, c);
+    }
     pthread_mutex_unlock(&dm->lock);
 }
 
@@ -118,7 +237,7 @@ void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
         return;
     }
     c->pinned = 1;
-    if (c->users++ == 0)
+    if (c->users++ == 0 && !c->evicting)
         lru_remove(dm, c);
     c->version = CONVOY__NO_VERSION;
     c->lru_prev = NULL;
@@ -134,25 +253,28 @@ void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
 {
     pthread_mutex_lock(&dm->lock);
     convoy__devcopy_t *c = data->dev[dm->dev->index];
-    if (c != NULL && c->users == 0)
+    if (c != NULL && c->users == 0 && !c->pinned && c->out_ev == NULL) {
+        if (!c->evicting)
+            lru_remove(dm, c);
         free_copy(dm, c);
-    else if (c != NULL)
+    } else if (c != NULL && !c->pinned) {
         convoy__log_error("%s: datum %llu freed while %d task(s) use it", dm->dev->name,
                           (unsigned long long)data->id, c->users);
+    }
     pthread_mutex_unlock(&dm->lock);
 }
 
 void convoy__devmem_fini(convoy__devmem_t *dm)
 {
     pthread_mutex_lock(&dm->lock);
-    while (dm->lru_head != NULL)
-        free_copy(dm, dm->lru_head);
+    while (dm->lru_head != NULL) {
+        convoy__devcopy_t *c = dm->lru_head;
+        lru_remove(dm, c);
+        free_copy(dm, c);
+    }
     while (dm->pinned != NULL) {
         convoy__devcopy_t *c = dm->pinned;
         dm->pinned = c->lru_next;
-        c->lru_next = NULL;
-        c->users = 0;
-        lru_append(dm, c); /* so that free_copy finds it where it looks */
         free_copy(dm, c);
     }
     pthread_mutex_unlock(&dm->lock);

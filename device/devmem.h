@@ -1,7 +1,12 @@
 /*
- * Device memory of one accelerator: a copy per datum, reader counts and an LRU of the
- * copies no task in flight uses. Copies are always clean when unused (pushout is part
- * of every device task), so eviction frees without copying. Internal to convoy.
+ * Device memory of one accelerator: a copy per datum, reader counts, an LRU of the copies
+ * no task in flight uses, and eviction. Internal to convoy.
+ *
+ * With write-back (src/coherence.h) an unused copy may be dirty: the only place holding
+ * its datum's newest version. Eviction frees clean copies at once; dirty ones are handed
+ * to the pipeline, which pushes them home together and frees them when they land
+ * (device/pushout.c). Everything here runs on the device's progress thread, except
+ * that the lock also covers the counters the trace samples.
  */
 #ifndef CONVOY_DEVMEM_H
 #define CONVOY_DEVMEM_H
@@ -23,14 +28,23 @@ typedef struct convoy__devcopy {
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */
     int64_t stage_ring;          /* the ring whose stage-in list holds it, and where */
     int stage_slot;
+    struct convoy__pev *out_ev;  /* a pushout of it home in flight (flush or eviction) */
+    uint64_t out_version;        /* the version that pushout carries */
+    int out_failed;              /* the last pushout home failed (the copy stays dirty) */
+    int evicting;                /* freed when its pushout lands, unless in use again */
+    int evict_failures;          /* eviction pushouts of it that failed */
     struct convoy__devcopy *lru_prev, *lru_next; /* the LRU while users == 0; dm->pinned */
+    int out_evict;               /* that pushout is an eviction (counted in the pipeline) */
+    struct convoy__devcopy *out_next;            /* the pipeline's list of pushouts in flight */
+    struct convoy__devcopy *all_prev, *all_next; /* every copy of the device: dm->all */
 } convoy__devcopy_t;
 
 typedef struct convoy__devmem {
-    pthread_mutex_t lock; /* the progress thread and convoy_data_free */
+    pthread_mutex_t lock; /* the progress thread and the trace's samples */
     convoy__device_t *dev;
     convoy__devcopy_t *lru_head, *lru_tail; /* least recently used first */
     convoy__devcopy_t *pinned;              /* kept out of use (lru_next links them) */
+    convoy__devcopy_t *all;                 /* every copy (all_next links them) */
     size_t bytes_in_use;
     uint64_t evictions;
 } convoy__devmem_t;
@@ -40,19 +54,41 @@ void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev);
  * are gone), so pinned copies go too. */
 void convoy__devmem_fini(convoy__devmem_t *dm);
 
+/* Does c hold its datum's newest version, which no other place holds (dirty)? */
+int convoy__devmem_dirty(const convoy__devmem_t *dm, const convoy__devcopy_t *c);
+
 /*
- * Take data's copy for one more user, allocating it if there is none; on NOMEM, evict
- * unused copies and retry. Returns CONVOY_ERR_NOMEM when even an empty LRU cannot make
- * room (the caller defers or fails the task), or another error from the device.
+ * Take data's copy for one more user, allocating it if there is none; on NOMEM, free
+ * clean unused copies and retry. Returns CONVOY_ERR_NOMEM when that cannot make room
+ * (the caller evicts dirty copies, defers or fails the task), or another device error.
  */
 convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data,
                                        convoy__devcopy_t **copy_p);
-/* One user less; at zero the copy joins the LRU. */
+/* data's copy for one more user if there is one (never allocates); NULL when none. */
+convoy__devcopy_t *convoy__devmem_lookup(convoy__devmem_t *dm, convoy_data_t *data);
+/* One user less; at zero the copy joins the LRU (or is freed, when evicting and its
+ * pushout has landed). */
 void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *copy);
+/* A buffer of bytes not tied to a datum (what a task writes when its copy is the only
+ * newest version), freeing clean copies for room; CONVOY_ERR_NOMEM like acquire. */
+convoy_status_t convoy__devmem_alloc_buffer(convoy__devmem_t *dm, size_t bytes, void **ptr_p);
+void convoy__devmem_free_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes);
+/* The copy's memory becomes ptr (a buffer from alloc_buffer); its old memory is freed. */
+void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *copy, void *ptr);
+/*
+ * Take up to max dirty unused copies, least recently used first, until their bytes reach
+ * want: they leave the LRU marked evicting, for the caller to push home. Copies whose
+ * eviction failed `limit` times are left. Returns how many.
+ */
+int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
+                              convoy__devcopy_t **out, int max);
+/* A pushout of c has landed (or failed): free it when evicting and unused, else back to
+ * the LRU when unused. */
+void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *copy);
 /* Keep a copy out of use for good: a transfer into or out of it may still be running
- * with no event to tell when it ends, so its memory must never be reused. */
+ * with no way to tell when it ends, so its memory must never be reused. */
 void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *copy);
-/* Free data's copy (no user). */
+/* Free data's copy (no user, nothing in flight). */
 void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data);
 
 #endif /* CONVOY_DEVMEM_H */

@@ -17,7 +17,10 @@ noinst_HEADERS += \
 # it compiles on any machine; copyargs: the arguments of copies (checks, batch arrays).
 libconvoy_internal_la_SOURCES += \
 	device/pipeline.c \
-	device/pipeline_ring.c \
+	device/ring.c \
+	device/copies.c \
+	device/launch.c \
+	device/pushout.c \
 	device/devmem.c \
 	device/arena.c \
 	device/devpool.c \

@@ -1,6 +1,6 @@
 /*
- * The accelerator pipeline's progress thread, its streams and its events. What happens
- * to one ring is in pipeline_ring.c.
+ * The accelerator pipeline's progress thread, its streams and its events (the files of
+ * the pipeline are listed in pipeline_impl.h).
  */
 #include "config.h"
 
@@ -70,10 +70,35 @@ void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e)
     p->free_pevs = e;
 }
 
-int64_t convoy__pipeline_load(const convoy__device_t *dev)
+convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream)
 {
-    const convoy__pipe_t *p = pipe_of(dev);
-    return p != NULL ? atomic_load_explicit(&p->load, memory_order_relaxed) : 0;
+    convoy__pev_t *ev = convoy__pev_record(p, stream);
+    for (int i = 0; ev == NULL && i < 20; i++) {
+        convoy__sleep_until_ns(convoy__now_ns() + 50000);
+        ev = convoy__pev_record(p, stream);
+    }
+    return ev;
+}
+
+convoy_status_t convoy__sync(convoy__pipe_t *p, convoy__stream_t *stream)
+{
+    convoy__device_t *dev = p->dev;
+    char why[256];
+    snprintf(why, sizeof(why), "%s", convoy_last_error(NULL));
+    convoy__log_warn("%s: no event could be recorded (%s); waiting for the stream instead", dev->name,
+                     why);
+    if (dev->ops->stream_sync == NULL)
+        return convoy__error(NULL, CONVOY_ERR_DEVICE, "%s cannot wait for a stream", dev->name);
+    return dev->ops->stream_sync(dev, stream);
+}
+
+int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s)
+{
+    convoy__stream_t *all[] = {p->in, p->in_large, p->out, p->out_large};
+    for (int i = 0; i < 4; i++)
+        if (all[i] == s)
+            return i + 1;
+    return 0;
 }
 
 /* Take tasks for a new ring: deferred ones (waiting for memory) first. */
@@ -90,12 +115,12 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
     }
     if (n > 0)
         return n;
-    int room =
-        (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP,
-                         p->max_inflight - atomic_load_explicit(&p->load, memory_order_relaxed));
+    int room = (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP,
+                                p->max_inflight -
+                                    atomic_load_explicit(&p->dev->load, memory_order_relaxed));
     n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
                            deadline_p);
-    atomic_fetch_add_explicit(&p->load, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->dev->load, n, memory_order_relaxed);
     return n;
 }
 
@@ -130,7 +155,7 @@ static void *progress_main(void *arg)
         convoy__trace_name(ctx->trace, p->queue, 0, "progress");
     }
     while (!atomic_load(&p->stop)) {
-        int moved = 0;
+        int moved = p->outbound != NULL && convoy__outbound_poll(p);
         for (convoy__ring_t **rp = &p->rings; *rp != NULL;) {
             convoy__ring_t *r = *rp, *next = r->next; /* r is freed once finished */
             int finished = 0;
@@ -144,8 +169,10 @@ static void *progress_main(void *arg)
         }
         uint64_t deadline = UINT64_MAX;
         uint64_t seen = convoy__queue_pushes(ctx, p->queue);
-        int memory_wait = p->deferred != NULL && p->nrings > 0;
-        if (atomic_load_explicit(&p->load, memory_order_relaxed) < p->max_inflight &&
+        /* Tasks waiting for memory go first, once work in flight or an eviction gives
+         * some back. */
+        int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->noutbound_evicting > 0);
+        if (atomic_load_explicit(&p->dev->load, memory_order_relaxed) < p->max_inflight &&
             !memory_wait) {
             int n = take_tasks(p, &deadline);
             if (n > 0) {
@@ -158,7 +185,7 @@ static void *progress_main(void *arg)
         if (moved)
             continue;
         uint64_t now = convoy__now_ns();
-        if (p->nrings > 0) {
+        if (p->nrings > 0 || p->outbound != NULL) {
             uint64_t until = CONVOY__MIN(deadline, now + p->poll_ns);
             if (p->dev->ops->idle_wait != NULL)
                 p->dev->ops->idle_wait(p->dev, until);
@@ -255,13 +282,6 @@ void convoy__pipeline_stop(convoy__device_t *dev)
     p->started = 0;
 }
 
-void convoy__pipeline_drop_copy(convoy__device_t *dev, convoy_data_t *data)
-{
-    convoy__pipe_t *p = pipe_of(dev);
-    if (p != NULL)
-        convoy__devmem_drop(&p->mem, data);
-}
-
 void convoy__pipeline_destroy(convoy__device_t *dev)
 {
     convoy__pipe_t *p = pipe_of(dev);
@@ -281,6 +301,7 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
         r->leak = 0;
         convoy__ring_free(p, r);
     }
+    convoy__outbound_drop(p);
     for (convoy__devcopy_t *c = p->mem.pinned; c != NULL; c = c->lru_next)
         if (c->arrival != NULL) {
             convoy__pev_put(p, c->arrival);

@@ -1,6 +1,8 @@
 /*
  * The accelerator pipeline: one progress thread per accelerator carries rings of tasks
- * through reserve, stage-in, execute, pushout and complete. Internal to convoy.
+ * through reserve, stage-in, execute and complete, and the internal transfer tasks that
+ * bring data home. It takes work only from its scheduler queue and reports only through
+ * convoy__task_complete; its load is published in convoy__device_t.load. Internal.
  */
 #ifndef CONVOY_PIPELINE_H
 #define CONVOY_PIPELINE_H
@@ -15,9 +17,5 @@ void convoy__pipeline_stop(convoy__device_t *dev);
 /* Free the device copies, events and streams. Accepts a device whose pipeline never
  * started. */
 void convoy__pipeline_destroy(convoy__device_t *dev);
-/* Free data's copy on dev, if any; no task may be using the datum. Any thread. */
-void convoy__pipeline_drop_copy(convoy__device_t *dev, convoy_data_t *data);
-/* Tasks queued for or in flight on dev, for placement. Any thread. */
-int64_t convoy__pipeline_load(const convoy__device_t *dev);
 
 #endif /* CONVOY_PIPELINE_H */

@@ -1,6 +1,11 @@
 /*
- * The pipeline's private structures, shared by pipeline.c (the progress thread) and
- * pipeline_ring.c (what happens to one ring). Internal to convoy.
+ * The pipeline's private structures, shared by its files. Internal to convoy.
+ *
+ *   pipeline.c    the progress thread, streams, events, start and stop
+ *   ring.c        a ring of the program's tasks: reserve, groups, progress, completion
+ *   copies.c      planning and issuing one stage's copies (retry, events, sync)
+ *   launch.c      launching a group's chores
+ *   pushout.c     copies home: flush rings, flush-all, drop, and eviction pushouts
  */
 #ifndef CONVOY_PIPELINE_IMPL_H
 #define CONVOY_PIPELINE_IMPL_H
@@ -31,27 +36,30 @@ enum {
     MEMBER_FAIL_LAUNCH, /* the launch call failed */
     MEMBER_FAIL_CHORE,  /* the chore returned non-zero */
     MEMBER_FAIL_PUSHOUT,
-    MEMBER_FAIL_DEVICE, /* the device reported an error for work the member needed */
+    MEMBER_FAIL_DEVICE,     /* the device reported an error for work the member needed */
+    MEMBER_FAIL_HOST_WRITE, /* check_host_writes: host memory changed without acquire */
 };
 
 typedef struct convoy__member {
     convoy__task_t *task;
     convoy__devcopy_t *copy[CONVOY_MAX_FLOWS];
-    int ncopies; /* copies acquired (flows reserved so far) */
-    int in_need; /* the last stage-in submission of this ring it needs, -1 none */
+    void *fresh[CONVOY_MAX_FLOWS]; /* written flows whose copy is the only newest version:
+                                      the task writes this buffer, which replaces the
+                                      copy's memory only if it succeeds */
+    int ncopies;                   /* copies acquired (flows reserved so far) */
+    int in_need;                   /* the last stage-in submission of this ring it needs */
     int group;
     int fail; /* MEMBER_* */
     int fail_flow;
     int rc; /* the chore's return value */
     convoy_status_t fail_status;
-    convoy__pev_t *wait[CONVOY_MAX_FLOWS]; /* stage-ins of earlier rings it waits for */
+    convoy__pev_t *wait[2 * CONVOY_MAX_FLOWS]; /* earlier rings' stage-ins and pushouts
+                                                  of copies it uses */
     int nwait;
-    convoy__pev_t *done[2]; /* pushout (small, large) or launch events to wait for */
-    int ndone;
     int completed;
 } convoy__member_t;
 
-enum { GROUP_WAIT_IN = 0, GROUP_LAUNCHED, GROUP_PUSHED, GROUP_DONE };
+enum { GROUP_WAIT_IN = 0, GROUP_LAUNCHED, GROUP_DONE };
 
 typedef struct convoy__group {
     int state;
@@ -59,16 +67,18 @@ typedef struct convoy__group {
     int first, count;     /* members order[first .. first + count) */
     convoy__pev_t *in_ev; /* the last stage-in submission it needs (NULL: none) */
     convoy__pev_t *in_small_ev; /* split groups: the last small stage-in of the ring */
-    convoy__pev_t *exec_ev;
-    convoy__stream_t *exec_stream; /* where it was launched: an event recorded later covers it */
-    uint64_t record_deadline;      /* give up recording exec_ev after this (device broken) */
-    void *launches;                /* launch records, alive until the ring is freed */
-    int *run;                      /* members launched */
-    int traced_steps;              /* lifecycle steps already in the trace (staged-in, executed) */
+    convoy__pev_t *exec_ev;     /* NULL once launched: the launch was proven over (synced) */
+    void *launches;             /* launch records, alive until the ring is freed */
+    int *run;                   /* members launched */
+    int traced_steps;           /* lifecycle steps already in the trace (staged-in, executed) */
 } convoy__group_t;
+
+/* What a ring carries: the program's tasks, or an internal transfer (core.h). */
+enum { RING_TASKS = 0, RING_FLUSH, RING_FLUSH_ALL, RING_DROP };
 
 typedef struct convoy__ring {
     int64_t id;
+    int kind;                  /* RING_* */
     const convoy_class_t *cls; /* every member's: a member's task is freed once it completes */
     int n;
     convoy__member_t *m;
@@ -78,9 +88,11 @@ typedef struct convoy__ring {
     convoy__pev_t **in_subs; /* one per stage-in submission */
     char *in_split;          /* per stage-in submission: 1 when split */
     int nin;
+    convoy__devcopy_t **held; /* flush-all: the copies it pushes, one user each */
+    int nheld;
     char mem_msg[256], in_msg[256], launch_msg[256], out_msg[256]; /* first failures */
     struct convoy__pipe *pipe;
-    int leak; /* a launch may still run with no event to tell when: keep what it uses */
+    int leak; /* a launch may still run with no way to tell when: keep what it uses */
     struct convoy__ring *next;
 } convoy__ring_t;
 
@@ -91,15 +103,16 @@ typedef struct convoy__pipe {
     pthread_t thread;
     int started;
     atomic_int stop;
-    _Atomic int64_t load; /* tasks popped and not completed */
     convoy__stream_t *in, *in_large, *out, *out_large, *exec[CONVOY__NEXEC];
     unsigned next_exec; /* unsigned: wraps without undefined behaviour */
     convoy__devmem_t mem;
     convoy__ring_t *rings; /* in flight, oldest first */
     convoy__ring_t *kept;  /* rings a launch may still use: freed once the streams are gone */
     int nrings;
-    int64_t max_inflight;     /* tasks */
-    convoy__task_t *deferred; /* waiting for device memory, oldest first */
+    int64_t max_inflight;        /* tasks */
+    convoy__task_t *deferred;    /* waiting for device memory, oldest first */
+    convoy__devcopy_t *outbound; /* copies with a pushout home in flight */
+    int noutbound_evicting;      /* of them, evictions */
     convoy__pev_t *free_pevs;
     int method; /* copy_method: -1 auto */
     uint64_t poll_ns;
@@ -110,13 +123,56 @@ typedef struct convoy__pipe {
 convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream);
 int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e);
 void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e);
+/* Record an event after the work on stream, retrying a passing failure. NULL when the
+ * device keeps refusing: the caller then proves the work over with convoy__sync. */
+convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream);
+/* Wait until everything enqueued on stream has run; CONVOY_SUCCESS when it all did
+ * without error. The last resort when no event can be recorded: nothing enqueued is
+ * ever abandoned in flight. */
+convoy_status_t convoy__sync(convoy__pipe_t *p, convoy__stream_t *stream);
+int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s);
 
-/* Rings (pipeline_ring.c). */
-/* Give back what a finished ring holds; a ring marked leak is kept on p->kept instead. */
+/* One stage's copies (copies.c). */
+typedef struct convoy__stage {
+    convoy__copy_t *copies;
+    int n;
+    convoy__plan_t plan;
+    int *sub_of;  /* by tag: the submission that carries the copy */
+    char *failed; /* by tag: 1 the copy could not be enqueued; 2 it may still run, unknown */
+    convoy__pev_t **subs;
+    char msg[256]; /* the first failure */
+} convoy__stage_t;
+
+int convoy__stage_alloc(convoy__stage_t *s, int cap);
+void convoy__stage_free(convoy__stage_t *s);
+/* Plan and issue the stage's copies on small and large streams; see copies.c. */
+void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s, int stage_kind,
+                         convoy__stream_t *small, convoy__stream_t *large);
+
+/* Rings (ring.c). */
 void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r);
+/* Start a ring of tasks taken from the scheduler (any kind). */
 void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n);
 /* Advance a ring; returns 1 when something moved. Frees the ring when all is done and
  * returns 1 with *finished_p set. */
 int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p);
+/* Append a started ring to the pipeline's list. */
+void convoy__ring_add(convoy__pipe_t *p, convoy__ring_t *r);
+void convoy__member_fail(convoy__member_t *m, int why, int flow);
+
+/* Launches (launch.c). */
+void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g);
+
+/* Copies home (pushout.c). */
+/* Start a ring of internal transfer tasks (RING_FLUSH, RING_FLUSH_ALL, RING_DROP). */
+void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind);
+int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r);
+/* Push dirty unused copies home so that `want` bytes can be freed; returns how many
+ * pushouts it started. */
+int convoy__evict_dirty(convoy__pipe_t *p, size_t want);
+/* Retire the pushouts home that have landed; returns 1 when one did. */
+int convoy__outbound_poll(convoy__pipe_t *p);
+/* At destroy: nothing runs any more; settle what was in flight. */
+void convoy__outbound_drop(convoy__pipe_t *p);
 
 #endif /* CONVOY_PIPELINE_IMPL_H */

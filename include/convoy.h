@@ -182,11 +182,48 @@ void convoy_host_free(convoy_context_t *ctx, void *ptr);
 convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t bytes,
                                 convoy_data_t **data_p);
 
+/*
+ * Where data live (write-back). A version written on an accelerator stays there, as the
+ * newest, until something needs it elsewhere: a CPU task, a task on another device, an
+ * acquire, convoy_wait, convoy_data_free, or eviction when the device needs room. Each
+ * such move is fused with the others of the moment into bounded multi-copy submissions.
+ *
+ * The host-side contract:
+ *  - after convoy_wait (or convoy_data_acquire) returns, host memory holds the newest
+ *    version of every datum (wait skips data marked CONVOY_DATA_RESIDENT or
+ *    CONVOY_DATA_SCRATCH, whose device copies stay the newest);
+ *  - a program that changes host memory of a registered datum says so first, with
+ *    convoy_data_acquire(data, CONVOY_RW or CONVOY_WRITE); otherwise devices may keep
+ *    using their older copy. The parameter check_host_writes finds such changes and fails
+ *    the task that would read the old copy, naming the datum;
+ *  - nothing convoy does writes host memory after convoy_data_acquire, convoy_wait or
+ *    convoy_data_free has returned, except for tasks inserted after them;
+ *  - a task's outputs become visible only once it has succeeded: a failed task's outputs
+ *    are discarded, on a device and (parameter cpu_write_backup, on by default) on the
+ *    CPUs, and every datum keeps its newest valid version.
+ */
+
+/** Data flags (convoy_data_set_flags). */
+enum {
+    /** convoy_wait does not bring it home: an iterative program that waits every
+     *  iteration without reading it on the host pays no flush. acquire, CPU tasks,
+     *  convoy_data_free and eviction still do. */
+    CONVOY_DATA_RESIDENT = 1u << 0,
+    /** Its host memory is never the result: convoy_wait and convoy_data_free never copy
+     *  it home (acquire, CPU tasks and eviction still do, so that nothing is lost). */
+    CONVOY_DATA_SCRATCH = 1u << 1,
+};
+
+/** Replace the datum's flags (CONVOY_DATA_*); CONVOY_ERR_INVALID for an unknown bit. */
+convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags);
+
 /**
- * Wait until every task inserted so far that uses the datum has completed, and make the
- * host copy the newest one. With CONVOY_WRITE in mode the caller may then change the
- * host memory: device copies are dropped. Returns CONVOY_ERR_TASK_FAILED when a task
- * that wrote the datum failed (the host copy then holds the newest valid version).
+ * Wait until every task inserted so far that uses the datum has completed, and bring
+ * the newest version home. With CONVOY_WRITE in mode the caller may then change the
+ * host memory: device copies become stale. Returns CONVOY_ERR_TASK_FAILED when a task
+ * that wrote the datum failed or was cancelled (the host copy then holds the newest
+ * valid version), or when bringing it home failed (the message names the datum, the
+ * device and the cause; the device copy stays the newest and a later call retries).
  */
 convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode);
 
@@ -195,8 +232,8 @@ void *convoy_data_host_ptr(const convoy_data_t *data);
 size_t convoy_data_bytes(const convoy_data_t *data);
 
 /**
- * Free a handle: waits for the tasks that use it, then drops its device copies.
- * Accepts NULL.
+ * Free a handle: waits for the tasks that use it, brings the newest version home (not
+ * for CONVOY_DATA_SCRATCH data), then frees its device copies. Accepts NULL.
  */
 void convoy_data_free(convoy_data_t *data);
 
@@ -215,7 +252,9 @@ convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, c
                                    size_t args_size, convoy_data_t *const *flows);
 
 /**
- * Wait until every task inserted so far has completed, failed or been cancelled.
+ * Wait until every task inserted so far has completed, failed or been cancelled, then
+ * bring every datum's newest version home in fused submissions (not the data marked
+ * CONVOY_DATA_RESIDENT or CONVOY_DATA_SCRATCH); device copies stay valid.
  * Returns CONVOY_SUCCESS, or CONVOY_ERR_TASK_FAILED with a message naming the first
  * failed task, its class and the cause, and how many tasks failed and were cancelled.
  * The failure count is reset, so the next wait reports only new failures.
@@ -229,16 +268,23 @@ typedef struct convoy_stats {
     uint64_t tasks_failed;
     uint64_t tasks_cancelled;
     uint64_t rings;           /**< rings executed on accelerators */
-    uint64_t h2d_submissions; /**< host-to-device submissions (one memcpy_multi or memcpy) */
+    uint64_t h2d_submissions; /**< stage-in submissions (one memcpy_multi or memcpy) */
     uint64_t h2d_copies;
     uint64_t h2d_bytes;
-    uint64_t d2h_submissions;
+    uint64_t d2h_submissions; /**< submissions to the host: flushes and evictions */
     uint64_t d2h_copies;
     uint64_t d2h_bytes;
     uint64_t split_copies; /**< copies sent alone because they exceeded the split size */
     uint64_t retried_copies;
     uint64_t evictions;
     uint64_t launches; /**< chore and batch chore calls on accelerators */
+    uint64_t d2d_copies; /**< device-to-device copies (the only newest version saved
+                              before a task overwrites it, so a failure loses nothing) */
+    uint64_t d2d_bytes;
+    uint64_t flush_copies;         /**< copies home on demand (wait, acquire, CPU tasks) */
+    uint64_t eviction_submissions; /**< submissions pushing evicted dirty copies home */
+    uint64_t eviction_copies;      /**< dirty copies pushed home to make room */
+    uint64_t transfers_failed;     /**< flushes home that failed (after retries) */
 } convoy_stats_t;
 
 void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *stats);

@@ -53,6 +53,9 @@ typedef struct convoy__sched_component {
                uint64_t *deadline_ns_p);
     /* Tasks waiting in queue (for the trace and idle checks). */
     int (*depth)(void *state, int queue);
+    /* Where a ready task of the program's runs: 0 for the CPU workers, 1 + i for
+     * accelerator i (one with a chore for the task's class). Any thread. */
+    int (*place)(void *state, convoy_context_t *ctx, convoy__task_t *task);
 
     /*
      * Plan one stage's copies (n >= 1) for a device: reorder copies in place and
@@ -61,6 +64,11 @@ typedef struct convoy__sched_component {
     void (*plan)(void *state, const convoy__device_t *dev, convoy__copy_t *copies, int n,
                  convoy__plan_t *plan);
 } convoy__sched_component_t;
+
+/* Placement both components use (sched/place.c): the accelerator holding most of the
+ * task's bytes, then the least loaded (each device publishes its load); the CPUs when
+ * no accelerator can take it (no chore, or a flow larger than its memory). */
+int convoy__sched_place_locality(void *state, convoy_context_t *ctx, convoy__task_t *task);
 
 extern const convoy__sched_component_t convoy__sched_fifo;
 extern const convoy__sched_component_t convoy__sched_batch;

@@ -8,6 +8,74 @@
 
 #include "src/core.h"
 
+/* Add cls to the context's table (its id indexes the schedulers' per-class lists). */
+static convoy_status_t register_class(convoy_context_t *ctx, convoy_class_t *cls)
+{
+    pthread_mutex_lock(&ctx->data_lock);
+    if (ctx->nclasses == ctx->classes_cap) {
+        int cap = ctx->classes_cap ? 2 * ctx->classes_cap : 16;
+        convoy_class_t **c = realloc(ctx->classes, (size_t)cap * sizeof(*c));
+        if (c == NULL) {
+            pthread_mutex_unlock(&ctx->data_lock);
+            return convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for class %s", cls->name);
+        }
+        ctx->classes = c;
+        ctx->classes_cap = cap;
+    }
+    cls->id = ctx->nclasses;
+    ctx->classes[ctx->nclasses++] = cls;
+    pthread_mutex_unlock(&ctx->data_lock);
+    return CONVOY_SUCCESS;
+}
+
+static int host_side(const convoy_task_view_t *task, void *stream)
+{
+    (void)task;
+    (void)stream;
+    return 0;
+}
+
+convoy_status_t convoy__classes_init_internal(convoy_context_t *ctx)
+{
+    static const struct {
+        const char *name;
+        int nflows;
+        convoy_access_t mode;
+        unsigned flags;
+    } spec[CONVOY__CLS_COUNT] = {
+        [CONVOY__CLS_FLUSH] = {"convoy:flush", 1, CONVOY_READ, CONVOY_CLASS_BATCHABLE},
+        [CONVOY__CLS_FLUSH_ALL] = {"convoy:flush-all", 0, CONVOY_READ, 0},
+        [CONVOY__CLS_DROP] = {"convoy:drop", 1, CONVOY_READ, 0},
+        [CONVOY__CLS_HOST] = {"convoy:acquire", 1, CONVOY_READ, 0},
+        [CONVOY__CLS_HOST_RW] = {"convoy:acquire", 1, CONVOY_RW, 0},
+    };
+    for (int k = CONVOY__CLS_USER + 1; k < CONVOY__CLS_COUNT; k++) {
+        convoy_class_t *cls = convoy__calloc(ctx, 1, sizeof(*cls), "an internal class");
+        if (cls == NULL)
+            return CONVOY_ERR_NOMEM;
+        cls->name = strdup(spec[k].name);
+        if (cls->name == NULL) {
+            free(cls);
+            return convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for an internal class");
+        }
+        cls->ctx = ctx;
+        cls->nflows = spec[k].nflows;
+        cls->modes[0] = spec[k].mode;
+        cls->flags = spec[k].flags;
+        cls->internal = k;
+        if (k == CONVOY__CLS_HOST || k == CONVOY__CLS_HOST_RW)
+            cls->chore[CONVOY_DEVICE_CPU] = host_side;
+        convoy_status_t st = register_class(ctx, cls);
+        if (st != CONVOY_SUCCESS) {
+            free(cls->name);
+            free(cls);
+            return st;
+        }
+        ctx->internal[k] = cls;
+    }
+    return CONVOY_SUCCESS;
+}
+
 convoy_status_t convoy_class_new(convoy_context_t *ctx, const char *name, int nflows,
                                  const convoy_access_t *modes, unsigned flags,
                                  convoy_class_t **cls_p)
@@ -45,23 +113,12 @@ convoy_status_t convoy_class_new(convoy_context_t *ctx, const char *name, int nf
     cls->nflows = nflows;
     cls->flags = flags;
     memcpy(cls->modes, modes, (size_t)nflows * sizeof(*modes));
-
-    pthread_mutex_lock(&ctx->data_lock);
-    if (ctx->nclasses == ctx->classes_cap) {
-        int cap = ctx->classes_cap ? 2 * ctx->classes_cap : 16;
-        convoy_class_t **c = realloc(ctx->classes, (size_t)cap * sizeof(*c));
-        if (c == NULL) {
-            pthread_mutex_unlock(&ctx->data_lock);
-            free(cls->name);
-            free(cls);
-            return convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for class %s", name);
-        }
-        ctx->classes = c;
-        ctx->classes_cap = cap;
+    convoy_status_t st = register_class(ctx, cls);
+    if (st != CONVOY_SUCCESS) {
+        free(cls->name);
+        free(cls);
+        return st;
     }
-    cls->id = ctx->nclasses;
-    ctx->classes[ctx->nclasses++] = cls;
-    pthread_mutex_unlock(&ctx->data_lock);
     *cls_p = cls;
     return CONVOY_SUCCESS;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "device/pipeline.h"
+#include "src/coherence.h"
 #include "src/context.h"
 #include "src/core.h"
 
@@ -42,11 +43,12 @@ static void context_destroy(convoy_context_t *ctx)
     convoy__workers_stop(ctx);
     for (int i = 0; i < ctx->naccel; i++)
         convoy__pipeline_stop(ctx->accel[i]);
-    /* Data handles still alive: drop their device copies, then the handles. */
-    while (ctx->data_list != NULL)
-        convoy_data_free(ctx->data_list);
+    /* The device copies go with the pipelines (nothing is in flight any more), then the
+     * handles still alive. */
     for (int i = 0; i < ctx->naccel; i++)
         convoy__pipeline_destroy(ctx->accel[i]);
+    while (ctx->data_list != NULL)
+        convoy__data_destroy(ctx->data_list);
     convoy__close_devices(ctx);
     if (ctx->sched != NULL && ctx->sched_state != NULL)
         ctx->sched->fini(ctx->sched_state);
@@ -109,6 +111,10 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     if (st != CONVOY_SUCCESS)
         goto err;
     convoy__log_threshold = level_of(convoy__param_str(&ctx->params, "verbose"));
+    ctx->check_host_writes = (int)convoy__param_int(&ctx->params, "check_host_writes");
+    ctx->cpu_write_backup = (int)convoy__param_int(&ctx->params, "cpu_write_backup");
+    if ((st = convoy__classes_init_internal(ctx)) != CONVOY_SUCCESS)
+        goto err;
 
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
@@ -160,6 +166,11 @@ void convoy_fini(convoy_context_t *ctx)
         return;
     if (convoy_wait(ctx) != CONVOY_SUCCESS)
         convoy__log_warn("convoy_fini: %s", ctx->error);
+    /* The program's last chance to see its data: resident ones come home too (scratch
+     * ones never do). */
+    if (convoy__coh_dirty_count(ctx) > 0 && convoy__data_flush_all(ctx, 1) != CONVOY_SUCCESS)
+        convoy__log_error("convoy_fini: some data could not be brought home: %s",
+                          convoy_last_error(ctx));
     convoy__trace_t *trace = ctx->trace;
     context_destroy(ctx);
     /* Written last so that teardown events are in; the context is gone, so errors go to
@@ -191,6 +202,12 @@ void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *s)
     s->split_copies = a->split_copies;
     s->retried_copies = a->retried_copies;
     s->evictions = a->evictions;
+    s->d2d_copies = a->d2d_copies;
+    s->d2d_bytes = a->d2d_bytes;
+    s->flush_copies = a->flush_copies;
+    s->eviction_submissions = a->eviction_submissions;
+    s->eviction_copies = a->eviction_copies;
+    s->transfers_failed = a->transfers_failed;
 }
 
 const char *convoy_sched_name(const convoy_context_t *ctx)

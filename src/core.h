@@ -24,12 +24,26 @@
 #define CONVOY__TASK_INLINE_ARGS 32 /* argument bytes stored inside the task */
 #define CONVOY__TASK_INLINE_SUCC 3  /* successors stored inside the task */
 
+/* What an internal class does (0: a class of the program's). Internal tasks carry the
+ * transfers and waits that coherence needs through the same queues and rings as the
+ * program's tasks; their ids and counts are kept apart from the program's. */
+enum {
+    CONVOY__CLS_USER = 0,
+    CONVOY__CLS_FLUSH,     /* on accelerator i: push its dirty copy of the one flow home */
+    CONVOY__CLS_FLUSH_ALL, /* on accelerator i: push every dirty copy home (convoy_wait) */
+    CONVOY__CLS_DROP,      /* on accelerator i: free its copy of the one flow (data_free) */
+    CONVOY__CLS_HOST,      /* on the CPUs: nothing; the host side of acquire(READ) */
+    CONVOY__CLS_HOST_RW,   /* the same for acquire(WRITE or RW): the host writes it */
+    CONVOY__CLS_COUNT
+};
+
 struct convoy_class {
     convoy_context_t *ctx;
     char *name;
     int nflows;
     unsigned flags;
-    int id; /* index in ctx->classes */
+    int id;       /* index in ctx->classes */
+    int internal; /* CONVOY__CLS_* */
     convoy_access_t modes[CONVOY_MAX_FLOWS];
     convoy_chore_fn chore[CONVOY_DEVICE_KIND_COUNT];
     convoy_batch_chore_fn batch_chore[CONVOY_DEVICE_KIND_COUNT];
@@ -42,16 +56,18 @@ struct convoy_data {
     void *host;
     size_t bytes;
     int host_pinned; /* detected once, at creation */
+    atomic_uint flags; /* CONVOY_DATA_* */
     uint64_t id;
     /* Dependency state, under ctx->insert_lock. */
     convoy__task_t *last_writer; /* referenced (refs) while stored here */
     convoy__task_t **readers;    /* readers since last_writer, referenced */
     int nreaders, readers_cap;
-    /* Coherence: the newest version is always on the host once its writer has
-     * completed (pushout is part of every device task: see doc/design.md). */
-    _Atomic uint64_t version;
-    atomic_int failed_writes; /* writers that failed since the last acquire */
-    atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it, 0: host */
+    /* Coherence (src/coherence.c): the newest version and where it lives. */
+    _Atomic uint64_t coh;                 /* (version << 8) | place, see coherence.h */
+    atomic_int failed_writes;             /* writers that failed since the last acquire */
+    atomic_int home_hint;                 /* 1 + the accelerator that last wrote or staged it */
+    _Atomic uint64_t host_hash;           /* check_host_writes: hash of the host bytes ... */
+    _Atomic uint64_t host_hash_version;   /* ... of this version + 1 (0: none noted) */
     struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
     atomic_int refs;                                /* the user's + one per devcopy */
     struct convoy_data *prev, *next;                /* ctx->data_list, under data_lock */
@@ -81,7 +97,9 @@ struct convoy__task {
     atomic_int cancel;  /* a predecessor failed or was cancelled */
     uint8_t state;
     uint8_t outcome;
-    int16_t queue;        /* 0: CPU workers, 1 + i: accelerator i */
+    uint8_t fetch_rounds; /* times it waited for flushes before it could be queued */
+    int16_t queue;        /* 0: CPU workers, 1 + i: accelerator i (set at creation for
+                             internal tasks, by the scheduler's placement otherwise) */
     int64_t ring_id;      /* the ring it travelled in, -1 before */
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
     convoy__task_t *next; /* queue link, owned by the queue's holder */
@@ -90,6 +108,7 @@ struct convoy__task {
     convoy__task_t *succ_inline[CONVOY__TASK_INLINE_SUCC];
     void *args; /* inline_args or a heap copy */
     size_t args_size;
+    char *fetch_msg;         /* a flush it waited for failed: why (it fails with this) */
     uint64_t t_insert_ns;    /* for the trace and latency figures */
     uint64_t t_ready_ns;     /* when it became ready: ring collection closes on the oldest */
     convoy_task_view_t view; /* what chores see; flows/flow_bytes point below */
@@ -121,6 +140,8 @@ typedef struct convoy__stats_atomic {
     _Atomic uint64_t h2d_submissions, h2d_copies, h2d_bytes;
     _Atomic uint64_t d2h_submissions, d2h_copies, d2h_bytes;
     _Atomic uint64_t split_copies, retried_copies, evictions;
+    _Atomic uint64_t d2d_copies, d2d_bytes, flush_copies;
+    _Atomic uint64_t eviction_submissions, eviction_copies, transfers_failed;
 } convoy__stats_atomic_t;
 
 struct convoy_context {
@@ -143,6 +164,11 @@ struct convoy_context {
 
     pthread_mutex_t insert_lock;
     uint64_t next_task_id;
+    _Atomic uint64_t next_internal_id; /* internal tasks count apart from the program's */
+    convoy_class_t *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
+    _Atomic int64_t ndirty;            /* data dirty on an accelerator (coherence.c) */
+    int check_host_writes;             /* the parameter, read once */
+    int cpu_write_backup;              /* the parameter, read once */
     uint64_t next_data_id;
 
     _Atomic int64_t inflight; /* inserted and not yet done */
@@ -153,6 +179,7 @@ struct convoy_context {
     pthread_mutex_t error_lock;
     char error[1024];
     char first_failure[1024]; /* the first task failure since the last wait */
+    char transfer_failure[1024]; /* the first failed transfer home since the last wait */
     uint64_t failures_since_wait, cancels_since_wait;
     _Atomic uint64_t fail_epoch; /* bumped by each convoy_wait: failures it reported stop
                                     cancelling tasks inserted after it */
@@ -176,6 +203,29 @@ void convoy__task_complete(convoy__task_t *task, int outcome, const char *msg);
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
 void convoy__task_unref(convoy__task_t *task);
 const char *convoy__task_name(const convoy__task_t *task, char *buf, size_t len);
+/* A ring took the task: it runs now (CPU worker or accelerator). */
+void convoy__task_set_running(convoy__task_t *task);
+/*
+ * An internal task of class kind (CONVOY__CLS_*) on queue, with flows (its class's
+ * nflows of them; NULL when it has none) and args copied, not yet released: the caller
+ * adds it to the graph (convoy__task_track) or gives it successors, then calls
+ * convoy__task_release. NULL when out of memory (recorded on ctx).
+ */
+convoy__task_t *convoy__task_new_internal(convoy_context_t *ctx, int kind, int queue,
+                                          convoy_data_t *const *flows, const void *args,
+                                          size_t args_size);
+/* Wire an internal task into the graph as if inserted now (under the insert lock). */
+convoy_status_t convoy__task_track(convoy_context_t *ctx, convoy__task_t *task);
+/* Drop the creation guard: the task becomes ready once its predecessors are done. */
+void convoy__task_release(convoy_context_t *ctx, convoy__task_t *task);
+/* Block until the task is done (completed, failed or cancelled); returns its outcome.
+ * The caller holds a reference. */
+int convoy__task_wait(convoy_context_t *ctx, convoy__task_t *task);
+/* Is this an internal task? */
+static inline int convoy__task_internal(const convoy__task_t *t)
+{
+    return t->cls->internal != CONVOY__CLS_USER;
+}
 
 /* Queues (src/worker.c): push to the scheduler and wake the consumer. */
 void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task);
@@ -189,6 +239,13 @@ void convoy__workers_stop(convoy_context_t *ctx);
 
 /* Data (src/data.c). */
 void convoy__data_unref(convoy_data_t *data);
+/* Free a handle at teardown: no task uses it and the devices are gone. */
+void convoy__data_destroy(convoy_data_t *data);
+/* Create the internal classes (src/class.c). */
+convoy_status_t convoy__classes_init_internal(convoy_context_t *ctx);
+/* Push every dirty copy home, resident data too when with_resident; returns the first
+ * failure (src/data.c). */
+convoy_status_t convoy__data_flush_all(convoy_context_t *ctx, int with_resident);
 
 /* Components (src/component.c). */
 extern const convoy__sched_component_t *const convoy__sched_components[];

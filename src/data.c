@@ -1,12 +1,18 @@
 /*
- * Data handles: registration, acquire, free.
+ * Data handles: registration, acquire, free, and the flush of convoy_wait.
+ *
+ * What touches devices goes through internal tasks on the devices' queues (core.h,
+ * CONVOY__CLS_*): an acquire is a host-side task in the graph, so it waits for the
+ * datum's earlier tasks and fetches the newest version home like any CPU task; a free
+ * adds a drop task per accelerator; a wait a flush-all per accelerator.
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/pipeline.h"
+#include "src/coherence.h"
 #include "src/core.h"
 
 convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t bytes,
@@ -52,6 +58,21 @@ size_t convoy_data_bytes(const convoy_data_t *data)
     return data != NULL ? data->bytes : 0;
 }
 
+convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
+{
+    const unsigned known = CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH;
+    if (data == NULL)
+        return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_data_set_flags: data is NULL");
+    if (flags & ~known)
+        return convoy__error(data->ctx, CONVOY_ERR_INVALID,
+                             "convoy_data_set_flags(datum %llu): unknown flags 0x%x; allowed: "
+                             "CONVOY_DATA_RESIDENT (0x%x), CONVOY_DATA_SCRATCH (0x%x)",
+                             (unsigned long long)data->id, flags & ~known,
+                             (unsigned)CONVOY_DATA_RESIDENT, (unsigned)CONVOY_DATA_SCRATCH);
+    atomic_store(&data->flags, flags);
+    return CONVOY_SUCCESS;
+}
+
 /* Wait until the tasks that use d have completed. */
 static void wait_for_users(convoy_data_t *d)
 {
@@ -72,21 +93,79 @@ static void wait_for_users(convoy_data_t *d)
     pthread_mutex_unlock(&ctx->insert_lock);
     if (users == NULL) {
         /* No memory for the list: waiting for everything is slower but just as right. */
-        convoy_wait(ctx);
+        pthread_mutex_lock(&ctx->done_lock);
+        while (atomic_load(&ctx->inflight) > 0)
+            pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
+        pthread_mutex_unlock(&ctx->done_lock);
         return;
     }
-    pthread_mutex_lock(&ctx->done_lock);
-    atomic_fetch_add(&ctx->done_waiters, 1);
     for (int i = 0; i < k; i++) {
-        while (__atomic_load_n(&users[i]->state, __ATOMIC_SEQ_CST) != CONVOY__TASK_DONE)
-            pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-    }
-    atomic_fetch_sub(&ctx->done_waiters, 1);
-    pthread_mutex_unlock(&ctx->done_lock);
-    for (int i = 0; i < k; i++)
+        convoy__task_wait(ctx, users[i]);
         convoy__task_unref(users[i]);
+    }
     if (users != stack)
         free(users);
+}
+
+/* Forget the datum's failed last writer and the readers it cancelled, under the insert
+ * lock, so that later tasks (and a retried acquire) start from the newest valid version
+ * instead of being cancelled by them. */
+static void forget_failures(convoy_data_t *d)
+{
+    pthread_mutex_lock(&d->ctx->insert_lock);
+    if (d->last_writer != NULL &&
+        __atomic_load_n(&d->last_writer->state, __ATOMIC_ACQUIRE) == CONVOY__TASK_DONE &&
+        d->last_writer->outcome != CONVOY__OK) {
+        convoy__task_unref(d->last_writer);
+        d->last_writer = NULL;
+    }
+    int k = 0;
+    for (int i = 0; i < d->nreaders; i++) {
+        convoy__task_t *r = d->readers[i];
+        if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == CONVOY__TASK_DONE &&
+            r->outcome != CONVOY__OK)
+            convoy__task_unref(r);
+        else
+            d->readers[k++] = r;
+    }
+    d->nreaders = k;
+    pthread_mutex_unlock(&d->ctx->insert_lock);
+}
+
+/*
+ * The host side of an acquire: a CPU task over d in the graph (after every task inserted
+ * so far that uses d), which fetches the newest version home before it runs (rule R).
+ * Returns its outcome, or -1 when it could not be made; *msg names a failure.
+ */
+static int host_side(convoy_data_t *d, convoy_access_t mode)
+{
+    convoy_context_t *ctx = d->ctx;
+    int kind = mode & CONVOY_WRITE ? CONVOY__CLS_HOST_RW : CONVOY__CLS_HOST;
+    convoy__task_t *h = convoy__task_new_internal(ctx, kind, 0, &d, NULL, 0);
+    if (h == NULL)
+        return -1;
+    atomic_fetch_add(&h->refs, 1); /* ours, for the wait */
+    convoy__task_track(ctx, h);
+    convoy__task_release(ctx, h);
+    int outcome = convoy__task_wait(ctx, h);
+    convoy__task_unref(h);
+    return outcome;
+}
+
+/* The host side of an acquire after the datum's earlier tasks; when a failure before it
+ * cancelled it, the failure is reported here (*cancelled_p) and forgotten once every
+ * task it cancelled is done, and the newest valid version is brought home from wherever
+ * it is. Returns the final outcome (-1: out of memory). */
+static int bring_home(convoy_data_t *data, convoy_access_t mode, int *cancelled_p)
+{
+    int outcome = host_side(data, mode);
+    *cancelled_p = outcome == CONVOY__CANCELLED;
+    if (*cancelled_p) {
+        wait_for_users(data);
+        forget_failures(data);
+        outcome = host_side(data, mode);
+    }
+    return outcome;
 }
 
 convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
@@ -98,40 +177,62 @@ convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
                              "convoy_data_acquire: access mode %d; allowed: CONVOY_READ (1), "
                              "CONVOY_WRITE (2), CONVOY_RW (3)",
                              (int)mode);
-    wait_for_users(data);
-    /* Pushout is part of every device task, so the host copy is the newest now. A write
-     * by the program makes every device copy stale. */
-    if (mode & CONVOY_WRITE)
-        atomic_fetch_add(&data->version, 1);
-    int failed = atomic_exchange(&data->failed_writes, 0);
-    if (failed > 0) {
-        /* The failure is reported here: later tasks on this datum start from the host
-         * copy instead of being cancelled by the failed writer. */
-        pthread_mutex_lock(&data->ctx->insert_lock);
-        if (data->last_writer != NULL && data->last_writer->outcome != CONVOY__OK) {
-            convoy__task_unref(data->last_writer);
-            data->last_writer = NULL;
-        }
-        /* Readers of the failed version were cancelled: they must not cancel a later
-         * writer either (they are done: wait_for_users waited for them). */
-        int k = 0;
-        for (int i = 0; i < data->nreaders; i++) {
-            convoy__task_t *r = data->readers[i];
-            if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == CONVOY__TASK_DONE &&
-                r->outcome != CONVOY__OK)
-                convoy__task_unref(r);
-            else
-                data->readers[k++] = r;
-        }
-        data->nreaders = k;
-        pthread_mutex_unlock(&data->ctx->insert_lock);
+    convoy_context_t *ctx = data->ctx;
+    int cancelled;
+    int outcome = bring_home(data, mode, &cancelled);
+    int failed = convoy__coh_take_failed(data);
+    if (outcome < 0)
+        return convoy__error(ctx, CONVOY_ERR_NOMEM,
+                             "convoy_data_acquire(datum %llu): out of host memory",
+                             (unsigned long long)data->id);
+    if (outcome != CONVOY__OK) {
+        char why[1024];
+        pthread_mutex_lock(&ctx->error_lock);
+        snprintf(why, sizeof(why), "%s", ctx->first_failure);
+        pthread_mutex_unlock(&ctx->error_lock);
+        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
+                             "convoy_data_acquire(datum %llu): its newest version could not be "
+                             "brought home: %s",
+                             (unsigned long long)data->id, why);
     }
-    if (failed > 0)
-        return convoy__error(data->ctx, CONVOY_ERR_TASK_FAILED,
-                             "convoy_data_acquire: %d task(s) writing datum %llu failed; the host "
-                             "copy holds the newest valid version",
-                             failed, (unsigned long long)data->id);
+    if (failed > 0 || cancelled)
+        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
+                             "convoy_data_acquire: %d task(s) writing datum %llu failed%s; the "
+                             "host copy holds the newest valid version",
+                             failed, (unsigned long long)data->id,
+                             failed == 0 ? " or were cancelled" : "");
     return CONVOY_SUCCESS;
+}
+
+/* Run one internal task of kind on every accelerator (flows: d or none, args copied)
+ * and wait for them all. Returns the first failure's status. */
+static convoy_status_t on_every_accel(convoy_context_t *ctx, int kind, convoy_data_t *d,
+                                      const void *args, size_t args_size)
+{
+    convoy__task_t *t[CONVOY__MAX_ACCEL];
+    int n = 0;
+    convoy_status_t st = CONVOY_SUCCESS;
+    for (int i = 0; i < ctx->naccel; i++) {
+        t[n] = convoy__task_new_internal(ctx, kind, 1 + i, d != NULL ? &d : NULL, args, args_size);
+        if (t[n] == NULL) {
+            st = CONVOY_ERR_NOMEM;
+            continue;
+        }
+        atomic_fetch_add(&t[n]->refs, 1);
+        convoy__task_release(ctx, t[n]);
+        n++;
+    }
+    for (int i = 0; i < n; i++) {
+        if (convoy__task_wait(ctx, t[i]) != CONVOY__OK && st == CONVOY_SUCCESS)
+            st = CONVOY_ERR_TASK_FAILED;
+        convoy__task_unref(t[i]);
+    }
+    return st;
+}
+
+convoy_status_t convoy__data_flush_all(convoy_context_t *ctx, int with_resident)
+{
+    return on_every_accel(ctx, CONVOY__CLS_FLUSH_ALL, NULL, &with_resident, sizeof(with_resident));
 }
 
 /* Drop the datum's dependency references, under the insert lock. */
@@ -148,12 +249,9 @@ static void forget_users(convoy_data_t *d)
     d->readers_cap = 0;
 }
 
-void convoy_data_free(convoy_data_t *data)
+void convoy__data_destroy(convoy_data_t *data)
 {
-    if (data == NULL)
-        return;
     convoy_context_t *ctx = data->ctx;
-    wait_for_users(data);
     pthread_mutex_lock(&ctx->data_lock);
     if (data->prev != NULL)
         data->prev->next = data->next;
@@ -162,14 +260,33 @@ void convoy_data_free(convoy_data_t *data)
     if (data->next != NULL)
         data->next->prev = data->prev;
     pthread_mutex_unlock(&ctx->data_lock);
-    for (int i = 0; i < ctx->naccel; i++)
-        convoy__pipeline_drop_copy(ctx->accel[i], data);
     pthread_mutex_lock(&ctx->insert_lock);
     forget_users(data);
     pthread_mutex_unlock(&ctx->insert_lock);
     convoy__data_unref(data);
 }
 
+void convoy_data_free(convoy_data_t *data)
+{
+    if (data == NULL)
+        return;
+    convoy_context_t *ctx = data->ctx;
+    int cancelled;
+    if (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) {
+        wait_for_users(data);
+    } else if (bring_home(data, CONVOY_READ, &cancelled) != CONVOY__OK) {
+        /* The newest version could not come home (its flush failed and was reported):
+         * free it anyway, as asked; the message says what was lost. */
+        wait_for_users(data);
+        convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
+                          "on an accelerator: %s",
+                          (unsigned long long)data->id, convoy_last_error(ctx));
+    }
+    if (on_every_accel(ctx, CONVOY__CLS_DROP, data, NULL, 0) != CONVOY_SUCCESS)
+        convoy__log_error("convoy_data_free: datum %llu: a device copy could not be freed",
+                          (unsigned long long)data->id);
+    convoy__data_destroy(data);
+}
 void convoy__data_unref(convoy_data_t *data)
 {
     if (atomic_fetch_sub(&data->refs, 1) == 1)

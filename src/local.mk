@@ -11,6 +11,7 @@ libconvoy_internal_la_SOURCES += \
 	src/task.c \
 	src/worker.c \
 	src/hostmem.c \
+	src/coherence.c \
 	src/trace.c \
 	src/trace_write.c
 
@@ -19,5 +20,6 @@ noinst_HEADERS += \
 	src/param.h \
 	src/context.h \
 	src/core.h \
+	src/coherence.h \
 	src/trace.h \
 	src/trace_impl.h

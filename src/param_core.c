@@ -52,6 +52,18 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 1 << 20,
      .doc = "tasks in flight per accelerator (taken from the scheduler and not yet complete): "
             "stage-in of the next rings overlaps execution of the last"},
+    {.name = "check_host_writes",
+     .type = CONVOY__PARAM_BOOL,
+     .def = "0",
+     .doc = "find host memory changed without convoy_data_acquire(RW) while a device holds a "
+            "copy: the task that would read the old copy fails, naming the datum (hashes the "
+            "host bytes at every copy: for debugging)"},
+    {.name = "cpu_write_backup",
+     .type = CONVOY__PARAM_BOOL,
+     .def = "1",
+     .doc = "save the host bytes a CPU task may write and restore them if its chore fails, so "
+            "a failed task leaves the newest valid version (one memcpy per written flow; 0: "
+            "a failed CPU chore leaves what it wrote)"},
     {.name = "spin_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "0",

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/pipeline.h"
+#include "src/coherence.h"
 #include "src/core.h"
 
 static int task_state(const convoy__task_t *t)
@@ -35,8 +35,19 @@ static inline void task_unlock(convoy__task_t *t)
 
 const char *convoy__task_name(const convoy__task_t *t, char *buf, size_t len)
 {
-    snprintf(buf, len, "task %llu (class '%s')", (unsigned long long)t->id, t->cls->name);
+    if (convoy__task_internal(t) && t->cls->nflows > 0)
+        snprintf(buf, len, "%s of datum %llu (%zu bytes)", t->cls->name,
+                 (unsigned long long)t->data[0]->id, t->data[0]->bytes);
+    else if (convoy__task_internal(t))
+        snprintf(buf, len, "%s", t->cls->name);
+    else
+        snprintf(buf, len, "task %llu (class '%s')", (unsigned long long)t->id, t->cls->name);
     return buf;
+}
+
+void convoy__task_set_running(convoy__task_t *t)
+{
+    __atomic_store_n(&t->state, CONVOY__TASK_RUNNING, __ATOMIC_RELEASE);
 }
 
 void convoy__task_unref(convoy__task_t *t)
@@ -47,6 +58,7 @@ void convoy__task_unref(convoy__task_t *t)
         free(t->succ);
     if (t->args != t->inline_args)
         free(t->args);
+    free(t->fetch_msg);
     free(t);
 }
 
@@ -194,18 +206,18 @@ static convoy_status_t check_insert(convoy_context_t *ctx, convoy_class_t *cls, 
     return CONVOY_SUCCESS;
 }
 
-convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
-                                   size_t args_size, convoy_data_t *const *flows)
+/* A task of cls over flows, args copied, with its creation guard held; NULL when out
+ * of memory (recorded on ctx). */
+static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                  size_t args_size, convoy_data_t *const *flows)
 {
-    convoy_status_t st = check_insert(ctx, cls, args, args_size, flows);
-    if (st != CONVOY_SUCCESS)
-        return st;
     int n = cls->nflows;
     convoy__task_t *t = malloc(
         sizeof(*t) + (size_t)n * (sizeof(convoy_data_t *) + sizeof(void *) + sizeof(size_t)));
-    if (t == NULL)
-        return convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a task of class %s",
-                             cls->name);
+    if (t == NULL) {
+        convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a task of class %s", cls->name);
+        return NULL;
+    }
     memset(t, 0, sizeof(*t));
     t->cls = cls;
     atomic_init(&t->pending, 1);
@@ -219,9 +231,9 @@ convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, c
         t->args = malloc(args_size);
         if (t->args == NULL) {
             free(t);
-            return convoy__error(ctx, CONVOY_ERR_NOMEM,
-                                 "out of memory for %zu argument bytes of class %s", args_size,
-                                 cls->name);
+            convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for %zu argument bytes of class %s",
+                          args_size, cls->name);
+            return NULL;
         }
     }
     if (args_size > 0)
@@ -236,7 +248,19 @@ convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, c
     t->view = (convoy_task_view_t){
         .flows = ptrs, .flow_bytes = bytes, .nflows = n, .args = t->args, .args_size = args_size};
     t->t_insert_ns = convoy__now_ns();
+    return t;
+}
 
+convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                   size_t args_size, convoy_data_t *const *flows)
+{
+    convoy_status_t st = check_insert(ctx, cls, args, args_size, flows);
+    if (st != CONVOY_SUCCESS)
+        return st;
+    convoy__task_t *t = task_alloc(ctx, cls, args, args_size, flows);
+    if (t == NULL)
+        return CONVOY_ERR_NOMEM;
+    int n = cls->nflows;
     pthread_mutex_lock(&ctx->insert_lock);
     t->id = ctx->next_task_id++;
     t->view.task_id = t->id;
@@ -258,42 +282,66 @@ convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, c
         atomic_store(&t->cancel, 1);
         convoy__log_error("%s", convoy_last_error(ctx));
     }
-    if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1)
-        convoy__task_make_ready(ctx, t);
+    convoy__task_release(ctx, t);
     return st;
 }
 
-/* Pick the accelerator for a task, or 0 (the CPUs): the device holding the most of its
- * bytes, then the least loaded. */
-static int choose_queue(convoy_context_t *ctx, convoy__task_t *t)
+convoy__task_t *convoy__task_new_internal(convoy_context_t *ctx, int kind, int queue,
+                                          convoy_data_t *const *flows, const void *args,
+                                          size_t args_size)
 {
-    const convoy_class_t *cls = t->cls;
-    int best = 0;
-    uint64_t best_bytes = 0;
-    int64_t best_load = INT64_MAX;
-    for (int i = 0; i < ctx->naccel; i++) {
-        convoy_device_kind_t k = ctx->accel[i]->kind;
-        if (cls->chore[k] == NULL && cls->batch_chore[k] == NULL)
-            continue;
-        uint64_t here = 0;
-        for (int f = 0; f < cls->nflows; f++)
-            if (atomic_load_explicit(&t->data[f]->home_hint, memory_order_relaxed) == i + 1)
-                here += t->data[f]->bytes;
-        int64_t load = convoy__pipeline_load(ctx->accel[i]);
-        if (best == 0 || here > best_bytes || (here == best_bytes && load < best_load)) {
-            best = i + 1;
-            best_bytes = here;
-            best_load = load;
-        }
-    }
-    return best;
+    convoy__task_t *t = task_alloc(ctx, ctx->internal[kind], args, args_size, flows);
+    if (t == NULL)
+        return NULL;
+    /* The top bit keeps internal ids apart from the program's insertion numbers. */
+    t->id = (1ull << 63) | atomic_fetch_add_explicit(&ctx->next_internal_id, 1,
+                                                     memory_order_relaxed);
+    t->view.task_id = t->id;
+    t->queue = (int16_t)queue;
+    atomic_fetch_add(&ctx->inflight, 1);
+    return t;
+}
+
+convoy_status_t convoy__task_track(convoy_context_t *ctx, convoy__task_t *t)
+{
+    convoy_status_t st = CONVOY_SUCCESS;
+    pthread_mutex_lock(&ctx->insert_lock);
+    for (int i = 0; i < t->cls->nflows && st == CONVOY_SUCCESS; i++)
+        st = track_flow(ctx, t, t->data[i], t->cls->modes[i]);
+    pthread_mutex_unlock(&ctx->insert_lock);
+    if (st != CONVOY_SUCCESS)
+        atomic_store(&t->cancel, 1);
+    return st;
+}
+
+void convoy__task_release(convoy_context_t *ctx, convoy__task_t *t)
+{
+    if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1)
+        convoy__task_make_ready(ctx, t);
+}
+
+int convoy__task_wait(convoy_context_t *ctx, convoy__task_t *t)
+{
+    pthread_mutex_lock(&ctx->done_lock);
+    atomic_fetch_add(&ctx->done_waiters, 1);
+    while (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) != CONVOY__TASK_DONE)
+        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
+    atomic_fetch_sub(&ctx->done_waiters, 1);
+    pthread_mutex_unlock(&ctx->done_lock);
+    return t->outcome;
 }
 
 static void record_failure(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg)
 {
     char name[160];
     pthread_mutex_lock(&ctx->error_lock);
-    if (outcome == CONVOY__FAILED) {
+    if (convoy__task_internal(t)) {
+        /* Not a task of the program's: what needed it fails (a flush's successors) or
+         * reports it (convoy_wait, acquire, data_free). */
+        if (outcome == CONVOY__FAILED && ctx->transfer_failure[0] == '\0')
+            snprintf(ctx->transfer_failure, sizeof(ctx->transfer_failure), "%s",
+                     msg ? msg : "no reason given");
+    } else if (outcome == CONVOY__FAILED) {
         if (ctx->failures_since_wait++ == 0)
             snprintf(ctx->first_failure, sizeof(ctx->first_failure), "%s failed: %s",
                      convoy__task_name(t, name, sizeof(name)), msg ? msg : "no reason given");
@@ -307,29 +355,35 @@ static void record_failure(convoy_context_t *ctx, convoy__task_t *t, int outcome
                          msg ? msg : "no reason given");
 }
 
-/* Complete one task; successors that become ready are pushed, and those that must be
- * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
- * so a long chain of cancellations does not recurse. */
-static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg,
-                         convoy__task_t **cancel_list)
+/* Commit or discard the task's writes: a datum written through two flows changes
+ * version once. */
+static void settle_writes(convoy__task_t *t, int outcome)
 {
     const convoy_class_t *cls = t->cls;
+    int place = t->queue == 0 ? CONVOY__COH_HOST : t->queue - 1;
     for (int i = 0; i < cls->nflows; i++) {
         if (!(cls->modes[i] & CONVOY_WRITE))
             continue;
         convoy_data_t *d = t->data[i];
-        int seen = 0; /* a datum written through two flows changes version once */
+        int seen = 0;
         for (int j = 0; j < i && !seen; j++)
             seen = t->data[j] == d && (cls->modes[j] & CONVOY_WRITE);
         if (seen)
             continue;
         if (outcome == CONVOY__OK)
-            atomic_fetch_add_explicit(&d->version, 1, memory_order_acq_rel);
+            convoy__coh_commit(d, place);
         else if (outcome == CONVOY__FAILED)
-            atomic_fetch_add(&d->failed_writes, 1);
+            convoy__coh_write_failed(d);
     }
-    if (outcome != CONVOY__OK)
-        record_failure(ctx, t, outcome, msg);
+}
+
+static void count_outcome(convoy_context_t *ctx, const convoy__task_t *t, int outcome)
+{
+    if (convoy__task_internal(t)) {
+        if (outcome == CONVOY__FAILED && t->cls->internal != CONVOY__CLS_DROP)
+            atomic_fetch_add(&ctx->stats.transfers_failed, 1);
+        return;
+    }
     switch (outcome) {
     case CONVOY__OK:
         atomic_fetch_add_explicit(&ctx->stats.tasks_completed, 1, memory_order_relaxed);
@@ -337,7 +391,20 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
     case CONVOY__FAILED: atomic_fetch_add(&ctx->stats.tasks_failed, 1); break;
     default: atomic_fetch_add(&ctx->stats.tasks_cancelled, 1); break;
     }
-    if (ctx->trace != NULL) {
+}
+
+/* Complete one task; successors that become ready are pushed, and those that must be
+ * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
+ * so a long chain of cancellations does not recurse. */
+static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg,
+                         convoy__task_t **cancel_list)
+{
+    const convoy_class_t *cls = t->cls;
+    settle_writes(t, outcome);
+    if (outcome != CONVOY__OK)
+        record_failure(ctx, t, outcome, msg);
+    count_outcome(ctx, t, outcome);
+    if (ctx->trace != NULL && !convoy__task_internal(t)) {
         static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
                                        CONVOY__STEP_CANCELLED};
         convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
@@ -350,20 +417,24 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
 
     task_lock(t);
     t->outcome = (uint8_t)outcome;
-    /* Sequentially consistent, as the waiter's load in data.c: with a release store a
-     * completer could read done_waiters as 0 while a waiter still read the old state. */
+    /* Sequentially consistent, as the waiters' loads: with a release store a completer
+     * could read done_waiters as 0 while a waiter still read the old state. */
     __atomic_store_n(&t->state, CONVOY__TASK_DONE, __ATOMIC_SEQ_CST);
     int nsucc = t->nsucc;
     task_unlock(t);
     /* After DONE no edge is added, so the list is stable and ours to read. */
     for (int i = 0; i < nsucc; i++) {
         convoy__task_t *s = t->succ[i];
-        if (ctx->trace != NULL && convoy__trace_flows(ctx->trace))
+        if (ctx->trace != NULL && convoy__trace_flows(ctx->trace) && !convoy__task_internal(t) &&
+            !convoy__task_internal(s))
             convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_FLOW,
                                                                     .ts_ns = convoy__now_ns(),
                                                                     .task_id = t->id,
                                                                     .other_id = s->id,
                                                                     .ring_id = -1});
+        if (outcome == CONVOY__FAILED && cls->internal == CONVOY__CLS_FLUSH &&
+            s->fetch_msg == NULL)
+            s->fetch_msg = strdup(msg != NULL ? msg : "a flush of its data failed");
         if (outcome != CONVOY__OK)
             atomic_store(&s->cancel, 1);
         if (atomic_fetch_sub_explicit(&s->pending, 1, memory_order_acq_rel) == 1) {
@@ -396,21 +467,95 @@ void convoy__task_complete(convoy__task_t *t, int outcome, const char *msg)
     while (cancel_list != NULL) {
         convoy__task_t *c = cancel_list;
         cancel_list = c->next;
-        complete_one(ctx, c, CONVOY__CANCELLED, NULL, &cancel_list);
+        /* A task whose data could not be brought to it fails, naming the transfer. */
+        complete_one(ctx, c, c->fetch_msg != NULL ? CONVOY__FAILED : CONVOY__CANCELLED,
+                     c->fetch_msg, &cancel_list);
     }
+}
+
+/* A flush task that brings d home from accelerator `from` and releases t when done (t
+ * has counted it in pending). 0 when out of memory. */
+static int request_flush(convoy_context_t *ctx, convoy__task_t *t, convoy_data_t *d, int from)
+{
+    convoy__task_t *f =
+        convoy__task_new_internal(ctx, CONVOY__CLS_FLUSH, 1 + from, &d, NULL, 0);
+    if (f == NULL)
+        return 0;
+    f->succ[f->nsucc++] = t;
+    convoy__task_release(ctx, f);
+    return 1;
+}
+
+/*
+ * Rule R (coherence.h): the data of t whose newest version is dirty on an accelerator
+ * other than the place t goes to. Each gets a flush home, and t waits for them: 0 when
+ * t can be queued now, 1 when it waits (the last flush releases it again).
+ */
+static int fetch_for(convoy_context_t *ctx, convoy__task_t *t, int place)
+{
+    const convoy_class_t *cls = t->cls;
+    convoy_data_t *need[CONVOY_MAX_FLOWS];
+    int from[CONVOY_MAX_FLOWS], n = 0;
+    for (int i = 0; i < cls->nflows; i++) {
+        convoy_data_t *d = t->data[i];
+        int j = convoy__coh_dirty_on(d), dup = 0;
+        for (int k = 0; k < n && !dup; k++)
+            dup = need[k] == d;
+        if (j != CONVOY__COH_HOST && j != place && !dup) {
+            need[n] = d;
+            from[n++] = j;
+        }
+    }
+    if (n == 0)
+        return 0;
+    if (t->fetch_rounds++ >= 8) {
+        /* The data keep moving away (never seen in practice: a flush lands before the
+         * task is looked at again); fail rather than loop. */
+        convoy__task_complete(t, CONVOY__FAILED,
+                              "its data kept moving between devices; no copy could be kept home");
+        return 1;
+    }
+    atomic_store(&t->pending, n + 1);
+    for (int k = 0; k < n; k++) {
+        if (!request_flush(ctx, t, need[k], from[k])) {
+            atomic_store(&t->cancel, 1);
+            convoy__log_error("out of host memory for a flush of datum %llu",
+                              (unsigned long long)need[k]->id);
+            atomic_fetch_sub(&t->pending, 1);
+        }
+    }
+    if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1) {
+        /* Every flush is done already: look again (the caller loops). */
+        return -1;
+    }
+    return 1;
 }
 
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *t)
 {
-    if (atomic_load(&t->cancel)) {
-        convoy__task_complete(t, CONVOY__CANCELLED, NULL);
-        return;
+    int q;
+    for (;;) {
+        if (atomic_load(&t->cancel)) {
+            convoy__task_complete(t, t->fetch_msg != NULL ? CONVOY__FAILED : CONVOY__CANCELLED,
+                                  t->fetch_msg);
+            return;
+        }
+        q = convoy__task_internal(t) || ctx->use_cpu_only
+                ? t->queue
+                : ctx->sched->place(ctx->sched_state, ctx, t);
+        t->queue = (int16_t)q;
+        /* Transfers move data themselves; only the host side of an acquire fetches. */
+        int fetches = !convoy__task_internal(t) || t->cls->internal == CONVOY__CLS_HOST ||
+                      t->cls->internal == CONVOY__CLS_HOST_RW;
+        int rc = fetches ? fetch_for(ctx, t, q - 1) : 0;
+        if (rc == 0)
+            break;
+        if (rc > 0)
+            return;
     }
-    int q = ctx->use_cpu_only ? 0 : choose_queue(ctx, t);
     __atomic_store_n(&t->state, CONVOY__TASK_READY, __ATOMIC_RELEASE);
-    t->queue = (int16_t)q;
     t->t_ready_ns = convoy__now_ns();
-    if (ctx->trace != NULL)
+    if (ctx->trace != NULL && !convoy__task_internal(t))
         convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
                                                                 .stage = CONVOY__STEP_READY,
                                                                 .ts_ns = t->t_ready_ns,
@@ -428,15 +573,25 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
     while (atomic_load(&ctx->inflight) > 0)
         pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
     pthread_mutex_unlock(&ctx->done_lock);
+    /* The host-side contract: host memory is current after a wait. */
+    convoy_status_t flushed = CONVOY_SUCCESS;
+    if (convoy__coh_dirty_count(ctx) > 0)
+        flushed = convoy__data_flush_all(ctx, 0);
 
     pthread_mutex_lock(&ctx->error_lock);
     uint64_t failed = ctx->failures_since_wait, cancelled = ctx->cancels_since_wait;
-    char first[1024];
+    char first[1024], transfer[1024];
     snprintf(first, sizeof(first), "%s", ctx->first_failure);
+    snprintf(transfer, sizeof(transfer), "%s", ctx->transfer_failure);
     ctx->failures_since_wait = ctx->cancels_since_wait = 0;
-    ctx->first_failure[0] = '\0';
+    ctx->first_failure[0] = ctx->transfer_failure[0] = '\0';
     ctx->fail_epoch++; /* tasks inserted from now on no longer inherit these failures */
     pthread_mutex_unlock(&ctx->error_lock);
+    if (flushed != CONVOY_SUCCESS && failed == 0)
+        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
+                             "convoy_wait: some data could not be brought home: %s (a later wait "
+                             "or acquire tries again); %llu task(s) were cancelled",
+                             transfer, (unsigned long long)cancelled);
     if (failed == 0 && cancelled == 0)
         return CONVOY_SUCCESS;
     if (failed == 0)
@@ -444,6 +599,8 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
                              "%llu task(s) cancelled by a failure reported earlier",
                              (unsigned long long)cancelled);
     return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
-                         "%s; %llu task(s) failed and %llu were cancelled", first,
-                         (unsigned long long)failed, (unsigned long long)cancelled);
+                         "%s; %llu task(s) failed and %llu were cancelled%s%s", first,
+                         (unsigned long long)failed, (unsigned long long)cancelled,
+                         flushed != CONVOY_SUCCESS ? "; some data could not be brought home: " : "",
+                         flushed != CONVOY_SUCCESS ? transfer : "");
 }

@@ -123,6 +123,7 @@ static void *worker_main(void *p)
             continue;
         convoy__queue_sleep(ctx, 0, seen, deadline);
     }
+    convoy__host_worker_exit();
     return NULL;
 }
 

@@ -621,7 +621,8 @@ START_TEST(acquire_after_failure)
     ck_assert_int_eq(a, 5);
     ck_assert_int_eq(convoy_data_acquire(da, CONVOY_READ), CONVOY_SUCCESS);
     insert1(&e, e.step, 6, da);
-    ck_assert_int_eq(convoy_data_acquire(da, CONVOY_READ), CONVOY_SUCCESS);
+    convoy_status_t st = convoy_data_acquire(da, CONVOY_READ);
+    ck_assert_msg(st == CONVOY_SUCCESS, "acquire: %s", convoy_last_error(e.ctx));
     ck_assert_int_eq(a, 56);
     expect_error(convoy_wait(e.ctx), CONVOY_ERR_TASK_FAILED, e.ctx, "'boom'");
     ck_assert_int_eq(convoy_wait(e.ctx), CONVOY_SUCCESS);
@@ -649,7 +650,8 @@ START_TEST(acquire_after_failure_with_readers)
     ck_assert_int_eq(convoy_data_acquire(da, CONVOY_READ), CONVOY_ERR_TASK_FAILED);
     ck_assert_int_eq(a, 5);
     insert1(&e, e.step, 6, da);
-    ck_assert_int_eq(convoy_data_acquire(da, CONVOY_READ), CONVOY_SUCCESS);
+    convoy_status_t st = convoy_data_acquire(da, CONVOY_READ);
+    ck_assert_msg(st == CONVOY_SUCCESS, "acquire: %s", convoy_last_error(e.ctx));
     ck_assert_msg(a == 56, "a is %d, expected 56: the writer after the acquire did not run", a);
     convoy_wait(e.ctx);
     convoy_fini(e.ctx);

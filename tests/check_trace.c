@@ -345,8 +345,8 @@ static void check_against_stats(const counts_t *c, const run_result_t *r)
     ck_assert_uint_eq(c->steps[6], s->tasks_cancelled);
     ck_assert_uint_eq(c->launches, s->launches);
     ck_assert_uint_eq(c->submissions, s->h2d_submissions + s->d2h_submissions);
-    ck_assert_uint_eq(c->copies, s->h2d_copies + s->d2h_copies);
-    ck_assert_uint_eq(c->bytes, s->h2d_bytes + s->d2h_bytes);
+    ck_assert_uint_eq(c->copies, s->h2d_copies + s->d2h_copies + s->d2d_copies);
+    ck_assert_uint_eq(c->bytes, s->h2d_bytes + s->d2h_bytes + s->d2d_bytes);
     ck_assert_uint_eq(c->splits, s->split_copies);
     ck_assert_uint_eq(c->flow_s, c->flow_f);
     /* Every task that ran did so in one CPU chore call or one launch. */
@@ -380,7 +380,8 @@ START_TEST(trace_of_a_run)
     ck_assert_msg(convoy__tr_summarise(t, &s, err, sizeof(err)) == 0, "%s", err);
     const convoy__tr_figure_t *f = convoy__tr_figure(s, "bytes total");
     ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq((uint64_t)f->value, r.stats.h2d_bytes + r.stats.d2h_bytes);
+    ck_assert_uint_eq((uint64_t)f->value,
+                      r.stats.h2d_bytes + r.stats.d2h_bytes + r.stats.d2d_bytes);
     ck_assert_uint_eq((uint64_t)convoy__tr_figure(s, "tasks completed")->value,
                       r.stats.tasks_completed);
     ck_assert_uint_eq((uint64_t)convoy__tr_figure(s, "submissions")->value,

@@ -187,6 +187,15 @@ static convoy_status_t cuda_stream_wait_event(convoy__device_t *d, convoy__strea
         cudaStreamWaitEvent(convoy__cuda_stream(stream), convoy__cuda_event(event), 0));
 }
 
+/* The pipeline's last resort when no event can be recorded (pipeline.c). */
+static convoy_status_t cuda_stream_sync(convoy__device_t *d, convoy__stream_t *stream)
+{
+    convoy_status_t st = convoy__cuda_enter(convoy__cuda_dev(d));
+    if (st != CONVOY_SUCCESS)
+        return st;
+    return CONVOY_CUDA_CALL(d->ctx, d->name, cudaStreamSynchronize(convoy__cuda_stream(stream)));
+}
+
 /*
  * launch_inline: fn runs now, on this thread, and enqueues its kernels into the stream.
  * Its return value is the chore's own verdict, which the pipeline reads from the record
@@ -230,6 +239,7 @@ static const convoy__device_ops_t cuda_ops = {
     .event_record = cuda_event_record,
     .event_query = cuda_event_query,
     .stream_wait_event = cuda_stream_wait_event,
+    .stream_sync = cuda_stream_sync,
     .memcpy = convoy__cuda_memcpy,
     .memcpy_multi = convoy__cuda_memcpy_multi,
     .launch = cuda_launch,

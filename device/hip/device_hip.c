@@ -195,6 +195,15 @@ static convoy_status_t hip_stream_wait_event(convoy__device_t *d, convoy__stream
         hipStreamWaitEvent((hipStream_t)(void *)stream, (hipEvent_t)(void *)event, 0));
 }
 
+/* The pipeline's last resort when no event can be recorded (pipeline.c). */
+static convoy_status_t hip_stream_sync(convoy__device_t *d, convoy__stream_t *stream)
+{
+    convoy_status_t st = hip_enter(hip_dev(d));
+    if (st != CONVOY_SUCCESS)
+        return st;
+    return CONVOY_HIP_CALL(d->ctx, d->name, hipStreamSynchronize((hipStream_t)(void *)stream));
+}
+
 /* launch_inline, as on CUDA: fn runs now; launch fails only when HIP reports an error
  * after it. */
 static convoy_status_t hip_launch(convoy__device_t *d, convoy__stream_t *stream,
@@ -378,6 +387,7 @@ static const convoy__device_ops_t hip_ops = {
     .event_record = hip_event_record,
     .event_query = hip_event_query,
     .stream_wait_event = hip_stream_wait_event,
+    .stream_sync = hip_stream_sync,
     .memcpy = hip_memcpy,
     .memcpy_multi = hip_memcpy_multi,
     .launch = hip_launch,

@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "device/host/host.h"
 
@@ -42,10 +44,137 @@ static void trace_cpu_task(convoy_context_t *ctx, int worker, const convoy__task
                                                             .name = t->cls->name});
 }
 
-static void complete_all(convoy__task_t **ring, int n, int rc, const char *what)
+/*
+ * The failure contract on the CPUs (cpu_write_backup): the host bytes a task may write
+ * are saved before its chore and put back if it fails, so a failed task never leaves a
+ * half-written newest version. One buffer per worker thread, grown as needed.
+ */
+typedef struct backup {
+    unsigned char *buf;
+    size_t cap;
+} backup_t;
+
+static _Thread_local backup_t t_backup;
+
+void convoy__host_worker_exit(void)
 {
-    char msg[96];
-    snprintf(msg, sizeof(msg), "the CPU %s returned %d", what, rc);
+    free(t_backup.buf);
+    t_backup = (backup_t){0};
+}
+
+/* The distinct data t writes (a datum in two written flows counts once). */
+static int written(const convoy__task_t *t, convoy_data_t **out)
+{
+    const convoy_class_t *cls = t->cls;
+    int n = 0;
+    for (int i = 0; i < cls->nflows; i++) {
+        if (!(cls->modes[i] & CONVOY_WRITE))
+            continue;
+        int dup = 0;
+        for (int k = 0; k < n && !dup; k++)
+            dup = out[k] == t->data[i];
+        if (!dup)
+            out[n++] = t->data[i];
+    }
+    return n;
+}
+
+/* Save what the tasks write; 0 when out of memory (nothing is saved then). */
+static int save(convoy__task_t **ring, int n)
+{
+    size_t need = 0;
+    for (int i = 0; i < n; i++) {
+        convoy_data_t *d[CONVOY_MAX_FLOWS];
+        int k = written(ring[i], d);
+        for (int j = 0; j < k; j++)
+            need += d[j]->bytes;
+    }
+    if (need > t_backup.cap) {
+        unsigned char *b = realloc(t_backup.buf, need);
+        if (b == NULL)
+            return 0;
+        t_backup.buf = b;
+        t_backup.cap = need;
+    }
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        convoy_data_t *d[CONVOY_MAX_FLOWS];
+        int k = written(ring[i], d);
+        for (int j = 0; j < k; j++) {
+            memcpy(t_backup.buf + o, d[j]->host, d[j]->bytes);
+            o += d[j]->bytes;
+        }
+    }
+    return 1;
+}
+
+static void restore(convoy__task_t **ring, int n)
+{
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        convoy_data_t *d[CONVOY_MAX_FLOWS];
+        int k = written(ring[i], d);
+        for (int j = 0; j < k; j++) {
+            memcpy(d[j]->host, t_backup.buf + o, d[j]->bytes);
+            o += d[j]->bytes;
+        }
+    }
+}
+
+/* Does any task of the ring write a datum? */
+static int writes_any(convoy__task_t **ring, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int f = 0; f < ring[i]->cls->nflows; f++)
+            if (ring[i]->cls->modes[f] & CONVOY_WRITE)
+                return 1;
+    return 0;
+}
+
+/* Run the chore (or the batch chore over the ring) with its writes saved when asked. */
+static int run_saved(convoy_context_t *ctx, convoy__task_t **ring, int n,
+                     int (*run)(convoy__task_t **, int), int *saved_p)
+{
+    int keep = ctx->cpu_write_backup && !convoy__task_internal(ring[0]) && writes_any(ring, n);
+    *saved_p = 1;
+    if (keep && !save(ring, n)) {
+        *saved_p = 0;
+        return -1;
+    }
+    int rc = run(ring, n);
+    if (rc != 0 && keep)
+        restore(ring, n);
+    return rc;
+}
+
+static int run_batch(convoy__task_t **ring, int n)
+{
+    const convoy_task_view_t *views[64];
+    for (int i = 0; i < n; i++)
+        views[i] = &ring[i]->view;
+    return ring[0]->cls->batch_chore[CONVOY_DEVICE_CPU](views, n, NULL);
+}
+
+static int run_one(convoy__task_t **ring, int n)
+{
+    (void)n;
+    convoy__task_t *t = ring[0];
+    const convoy_class_t *cls = t->cls;
+    if (cls->chore[CONVOY_DEVICE_CPU] != NULL)
+        return cls->chore[CONVOY_DEVICE_CPU](&t->view, NULL);
+    return cls->batch_chore[CONVOY_DEVICE_CPU]((const convoy_task_view_t *const[]){&t->view}, 1,
+                                               NULL);
+}
+
+static void complete_all(convoy__task_t **ring, int n, int rc, int saved, const char *what)
+{
+    char msg[160];
+    if (!saved)
+        snprintf(msg, sizeof(msg),
+                 "out of host memory to save the bytes it writes (cpu_write_backup); the chore "
+                 "did not run");
+    else
+        snprintf(msg, sizeof(msg), "the CPU %s returned %d", what, rc);
     for (int i = 0; i < n; i++)
         convoy__task_complete(ring[i], rc == 0 ? CONVOY__OK : CONVOY__FAILED, msg);
 }
@@ -54,29 +183,21 @@ void convoy__host_execute(convoy_context_t *ctx, int worker, convoy__task_t **ri
 {
     const convoy_class_t *cls = ring[0]->cls;
     for (int i = 0; i < n; i++)
-        __atomic_store_n(&ring[i]->state, CONVOY__TASK_RUNNING, __ATOMIC_RELEASE);
-    convoy_batch_chore_fn batch = cls->batch_chore[CONVOY_DEVICE_CPU];
-    if (n > 1 && batch != NULL) {
-        const convoy_task_view_t *views[64];
-        for (int i = 0; i < n; i++)
-            views[i] = &ring[i]->view;
+        convoy__task_set_running(ring[i]);
+    int saved;
+    if (n > 1 && cls->batch_chore[CONVOY_DEVICE_CPU] != NULL) {
         uint64_t t0 = ctx->trace ? convoy__now_ns() : 0;
-        int rc = batch(views, n, NULL);
+        int rc = run_saved(ctx, ring, n, run_batch, &saved);
         if (ctx->trace != NULL)
             trace_cpu_task(ctx, worker, ring[0], t0, convoy__now_ns(), n);
-        complete_all(ring, n, rc, "batch chore");
+        complete_all(ring, n, rc, saved, "batch chore");
         return;
     }
     for (int i = 0; i < n; i++) {
-        convoy__task_t *t = ring[i];
         uint64_t t0 = ctx->trace ? convoy__now_ns() : 0;
-        int rc;
-        if (cls->chore[CONVOY_DEVICE_CPU] != NULL)
-            rc = cls->chore[CONVOY_DEVICE_CPU](&t->view, NULL);
-        else
-            rc = batch((const convoy_task_view_t *const[]){&t->view}, 1, NULL);
+        int rc = run_saved(ctx, &ring[i], 1, run_one, &saved);
         if (ctx->trace != NULL)
-            trace_cpu_task(ctx, worker, t, t0, convoy__now_ns(), 1);
-        complete_all(&ring[i], 1, rc, "chore");
+            trace_cpu_task(ctx, worker, ring[i], t0, convoy__now_ns(), 1);
+        complete_all(&ring[i], 1, rc, saved, "chore");
     }
 }

@@ -70,6 +70,10 @@ const convoy__param_def_t convoy__sim_params[] = {
     {.name = "sim_fail_records", .type = CONVOY__PARAM_INT, .def = "1", .min = 1,
      .max = 2147483647.0,
      .doc = "how many event records fail in a row from sim_fail_record"},
+    {.name = "sim_fail_sync", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
+     .max = 2147483647.0,
+     .doc = "fault injection: the n-th stream_sync (waiting for a stream when no event can be "
+            "recorded) fails; 0: off"},
     {.name = "sim_delay_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0, .max = 1e9,
      .doc = "fault injection: us added to the completion of every copy submission"},
     {.name = "sim_fail_every", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
@@ -378,6 +382,7 @@ static const convoy__device_ops_t sim_ops = {
     .event_record = convoy__sim_event_record,
     .event_query = convoy__sim_event_query,
     .stream_wait_event = convoy__sim_stream_wait_event,
+    .stream_sync = convoy__sim_stream_sync,
     .memcpy = sim_memcpy,
     .memcpy_multi = sim_memcpy_multi,
     .launch = sim_launch,
@@ -424,6 +429,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->fail_launch = convoy__param_int(p, "sim_fail_launch");
     dev->fail_record = convoy__param_int(p, "sim_fail_record");
     dev->fail_records = convoy__param_int(p, "sim_fail_records");
+    dev->fail_sync = convoy__param_int(p, "sim_fail_sync");
     dev->fail_every = convoy__param_int(p, "sim_fail_every");
 
     pthread_condattr_t attr;

@@ -107,6 +107,7 @@ struct convoy__sim_stream {
     int untimed; /* queued launches, waits and the copies behind them: ends not yet known */
     int id;      /* creation number on the device */
     int closing; /* destroy asked: drain the queue, then exit */
+    uint64_t nenqueued, nexecuted; /* ops, for stream_sync */
     convoy__sim_stream_t *prev, *next; /* dev->streams */
 };
 
@@ -128,6 +129,8 @@ struct convoy__sim_dev {
     double ns_per_byte;
     int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
+    int64_t fail_sync;                 /* the n-th stream_sync fails */
+    uint64_t nsyncs;                   /* stream_sync calls so far (under lock) */
     uint64_t nevent_records;           /* event records so far (under lock) */
 
     pthread_mutex_t lock;     /* guards every field below and all streams and events */
@@ -163,6 +166,7 @@ int convoy__sim_event_query(convoy__device_t *dev, convoy__event_t *event);
 convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *dev, convoy__stream_t *stream,
                                               convoy__event_t *event);
 void convoy__sim_idle_wait(convoy__device_t *dev, uint64_t deadline_ns);
+convoy_status_t convoy__sim_stream_sync(convoy__device_t *dev, convoy__stream_t *stream);
 
 /* Append op to the stream's queue and wake its thread; times a copy at once when nothing
  * of unknown length is ahead of it. dev->lock held. */

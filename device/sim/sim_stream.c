@@ -284,6 +284,9 @@ static void *sim_stream_main(void *arg)
         case CONVOY__SIM_OP_WAIT: sim_run_wait(dev, s, op); break;
         }
         free(op);
+        s->nexecuted++;
+        if (dev->exec_waiters > 0)
+            pthread_cond_broadcast(&dev->exec_cond);
     }
     pthread_mutex_unlock(&dev->lock);
     return NULL;
@@ -303,7 +306,34 @@ void convoy__sim_enqueue_locked(convoy__sim_stream_t *s, convoy__sim_op_t *op)
     else
         s->head = op;
     s->tail = op;
+    s->nenqueued++;
     pthread_cond_signal(&s->cond);
+}
+
+/* Wait until the stream's thread has executed every op enqueued so far, then until the
+ * model's clock has reached the last one's end. Fails only by injection (sim_fail_sync). */
+convoy_status_t convoy__sim_stream_sync(convoy__device_t *d, convoy__stream_t *stream)
+{
+    convoy__sim_dev_t *dev = sim_dev(d);
+    convoy__sim_stream_t *s = sim_stream(stream);
+    pthread_mutex_lock(&dev->lock);
+    uint64_t n = ++dev->nsyncs;
+    if (dev->fail_sync > 0 && n == (uint64_t)dev->fail_sync) {
+        pthread_mutex_unlock(&dev->lock);
+        return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
+                             "%s: injected failure of stream_sync %llu (sim_fail_sync)", d->name,
+                             (unsigned long long)n);
+    }
+    uint64_t target = s->nenqueued;
+    while (s->nexecuted < target) {
+        dev->exec_waiters++;
+        pthread_cond_wait(&dev->exec_cond, &dev->lock);
+        dev->exec_waiters--;
+    }
+    uint64_t vt = s->vt;
+    pthread_mutex_unlock(&dev->lock);
+    convoy__sleep_until_ns(vt);
+    return CONVOY_SUCCESS;
 }
 
 /* ---- streams ---------------------------------------------------------------------- */

@@ -167,8 +167,12 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
         class_list_t *cl = &q->lists[i];
         if (cl->head == NULL)
             continue;
-        /* CPU workers (queue 0) move no data: a ring there never waits to fill. */
-        uint64_t closes = queue == 0 ? 0 : cl->head->t_ready_ns + s->lim.max_wait_ns;
+        /* CPU workers (queue 0) move no data: a ring there never waits to fill. Nor do
+         * flushes home: something waits for them, and a burst of them (a ring's
+         * completion making its successors ready) is queued before the next pop. */
+        uint64_t closes = queue == 0 || cl->head->cls->internal != CONVOY__CLS_USER
+                              ? 0
+                              : cl->head->t_ready_ns + s->lim.max_wait_ns;
         if (cl->count >= limit || now_ns >= closes) {
             if (pick == NULL || cl->head->t_ready_ns < pick->head->t_ready_ns)
                 pick = cl;
@@ -223,5 +227,6 @@ const convoy__sched_component_t convoy__sched_batch = {
     .push = batch_push,
     .pop = batch_pop,
     .depth = batch_depth,
+    .place = convoy__sched_place_locality,
     .plan = batch_plan,
 };

@@ -110,5 +110,6 @@ const convoy__sched_component_t convoy__sched_fifo = {
     .push = fifo_push,
     .pop = fifo_pop,
     .depth = fifo_depth,
+    .place = convoy__sched_place_locality,
     .plan = fifo_plan,
 };

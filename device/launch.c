@@ -1,0 +1,136 @@
+/*
+ * Launching a group of a ring: the class's batch chore once for the group's members, else
+ * each member's chore, on the next execute stream, behind the stage-in it needs.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/pipeline_impl.h"
+
+/* What one launch runs: one member's chore, or the batch chore for several. */
+typedef struct launch_rec {
+    convoy__ring_t *ring;
+    int *members; /* indices into ring->m */
+    int count;
+    convoy_device_kind_t kind;
+    int batch;
+} launch_rec_t;
+
+static int launch_run(void *arg, void *native_stream)
+{
+    launch_rec_t *l = arg;
+    convoy__member_t *m = l->ring->m;
+    const convoy_class_t *cls = l->ring->cls;
+    if (l->batch) {
+        const convoy_task_view_t *stackv[64] = {0};
+        const convoy_task_view_t **views =
+            l->count <= 64 ? stackv : malloc((size_t)l->count * sizeof(*views));
+        if (views == NULL) {
+            for (int i = 0; i < l->count; i++)
+                m[l->members[i]].rc = -1;
+            return -1;
+        }
+        for (int i = 0; i < l->count; i++)
+            views[i] = &m[l->members[i]].task->view;
+        int rc = cls->batch_chore[l->kind](views, l->count, native_stream);
+        for (int i = 0; i < l->count; i++)
+            m[l->members[i]].rc = rc;
+        if (views != stackv)
+            free(views);
+        return rc;
+    }
+    convoy__task_t *t = m[l->members[0]].task;
+    int rc = cls->chore[l->kind] != NULL
+                 ? cls->chore[l->kind](&t->view, native_stream)
+                 : cls->batch_chore[l->kind]((const convoy_task_view_t *const[]){&t->view}, 1,
+                                             native_stream);
+    m[l->members[0]].rc = rc;
+    return rc;
+}
+
+/* No event after the launch: wait for its stream, so that it is known to be over before
+ * anything it uses is released. If even that fails, the device is broken: the members
+ * fail and what the launch may still touch is kept for good. */
+static void prove_over(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
+                       convoy__stream_t *stream)
+{
+    if (convoy__sync(p, stream) == CONVOY_SUCCESS)
+        return;
+    snprintf(r->launch_msg, sizeof(r->launch_msg),
+             "no event could be recorded after the launch on %s, nor its stream waited for: %s",
+             p->dev->name, convoy_last_error(NULL));
+    convoy__log_error("%s", r->launch_msg);
+    for (int i = 0; i < g->count; i++) {
+        convoy__member_t *m = &r->m[r->order[g->first + i]];
+        convoy__member_fail(m, MEMBER_FAIL_LAUNCH, 0);
+        for (int f = 0; f < m->ncopies; f++)
+            convoy__devmem_pin(&p->mem, m->copy[f]);
+    }
+    r->leak = 1;
+}
+
+void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
+{
+    convoy__device_t *dev = p->dev;
+    convoy_context_t *ctx = p->ctx;
+    unsigned exec = p->next_exec++ % CONVOY__NEXEC;
+    convoy__stream_t *stream = p->exec[exec];
+    if (g->in_ev != NULL && !convoy__pev_poll(p, g->in_ev))
+        dev->ops->stream_wait_event(dev, stream, g->in_ev->ev);
+    int *run = malloc((size_t)g->count * sizeof(int));
+    int nrun = 0;
+    for (int i = 0; i < g->count; i++) {
+        convoy__member_t *m = &r->m[r->order[g->first + i]];
+        for (int w = 0; w < m->nwait; w++)
+            if (!convoy__pev_poll(p, m->wait[w]))
+                dev->ops->stream_wait_event(dev, stream, m->wait[w]->ev);
+        if (m->fail == MEMBER_OK && run != NULL)
+            run[nrun++] = r->order[g->first + i];
+        else if (run == NULL)
+            convoy__member_fail(m, MEMBER_FAIL_LAUNCH, 0);
+    }
+    const convoy_class_t *cls = r->cls;
+    convoy_device_kind_t kind = dev->kind;
+    int batch = cls->batch_chore[kind] != NULL && (nrun > 1 || cls->chore[kind] == NULL);
+    int nlaunch = batch ? (nrun > 0) : nrun;
+    g->launches = calloc((size_t)(nlaunch > 0 ? nlaunch : 1), sizeof(launch_rec_t));
+    g->run = run;
+    uint64_t t0 = convoy__now_ns();
+    for (int l = 0; l < nlaunch && g->launches != NULL; l++) {
+        launch_rec_t *rec = &((launch_rec_t *)g->launches)[l];
+        *rec = (launch_rec_t){.ring = r,
+                              .members = batch ? run : &run[l],
+                              .count = batch ? nrun : 1,
+                              .kind = kind,
+                              .batch = batch};
+        if (dev->ops->launch(dev, stream, launch_run, rec) != CONVOY_SUCCESS) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
+            for (int i = 0; i < rec->count; i++) {
+                convoy__member_fail(&r->m[rec->members[i]], MEMBER_FAIL_LAUNCH, 0);
+                snprintf(r->launch_msg, sizeof(r->launch_msg), "%s", msg);
+            }
+        }
+        atomic_fetch_add_explicit(&ctx->stats.launches, 1, memory_order_relaxed);
+    }
+    if (g->launches == NULL)
+        for (int i = 0; i < nrun; i++)
+            convoy__member_fail(&r->m[run[i]], MEMBER_FAIL_LAUNCH, 0);
+    g->exec_ev = convoy__record_event(p, stream);
+    if (g->exec_ev == NULL)
+        prove_over(p, r, g, stream);
+    if (g->exec_ev != NULL && ctx->trace != NULL) {
+        g->exec_ev->traced = 1;
+        g->exec_ev->tr = (convoy__trace_event_t){.kind = CONVOY__EV_LAUNCH,
+                                                 .pid = (int16_t)p->queue,
+                                                 .tid = (int16_t)(5 + exec),
+                                                 .count = nrun,
+                                                 .ts_ns = t0,
+                                                 .ring_id = r->id,
+                                                 .name = cls->name};
+    }
+    g->state = GROUP_LAUNCHED;
+}

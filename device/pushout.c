@@ -1,0 +1,309 @@
+/*
+ * Copies home: the internal transfer tasks (core.h, CONVOY__CLS_*) and eviction.
+ *
+ * - flush rings: each member brings one datum's dirty copy home; a ring's copies travel
+ *   through the same copy plan as stage-in, fused and with large ones split out;
+ * - flush-all (convoy_wait, fini): every dirty copy of the device, in one plan;
+ * - drop (convoy_data_free): frees the datum's copy once nothing reads it any more;
+ * - eviction: dirty unused copies pushed home together when a ring needs room, freed
+ *   when they land.
+ * Every pushout home in flight is on p->outbound with its event; outbound_poll retires
+ * them as they land and tells coherence the host holds the version again. A pushout
+ * that fails leaves the device copy as the newest version, to be tried again later.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/pipeline_impl.h"
+#include "src/coherence.h"
+
+/* The pushout of c landed (failed: it did not): coherence learns it, the copy settles. */
+static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
+{
+    convoy_data_t *d = c->data;
+    if (c->out_evict)
+        p->noutbound_evicting--;
+    c->out_evict = 0;
+    c->out_failed = failed;
+    if (!failed && convoy__coh_landed_home(d, c->out_version, p->dev->index))
+        convoy__coh_note_host(d, c->out_version);
+    if (failed && c->evicting)
+        c->evict_failures++;
+    convoy__devmem_settle(&p->mem, c); /* may free c */
+}
+
+int convoy__outbound_poll(convoy__pipe_t *p)
+{
+    int moved = 0;
+    for (convoy__devcopy_t **cp = &p->outbound; *cp != NULL;) {
+        convoy__devcopy_t *c = *cp;
+        if (!convoy__pev_poll(p, c->out_ev)) {
+            cp = &c->out_next;
+            continue;
+        }
+        *cp = c->out_next;
+        int failed = c->out_ev->failed;
+        convoy__pev_put(p, c->out_ev);
+        c->out_ev = NULL;
+        c->out_next = NULL;
+        landed(p, c, failed);
+        moved = 1;
+    }
+    return moved;
+}
+
+void convoy__outbound_drop(convoy__pipe_t *p)
+{
+    while (p->outbound != NULL) {
+        convoy__devcopy_t *c = p->outbound;
+        p->outbound = c->out_next;
+        int failed = !convoy__pev_poll(p, c->out_ev) || c->out_ev->failed;
+        convoy__pev_put(p, c->out_ev);
+        c->out_ev = NULL;
+        landed(p, c, failed);
+    }
+}
+
+/*
+ * Push copies[0..n) home in one plan (stage_kind OUT or EVICT). Each copy's pushout is
+ * put on p->outbound; ok[i] says whether copy i was enqueued (a failure leaves it dirty;
+ * msg gets the first cause). Copies proven landed at once (no event, stream waited for)
+ * are settled here.
+ */
+static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int stage_kind,
+                      char *ok, char *msg, size_t msg_len)
+{
+    convoy__stage_t s;
+    if (convoy__stage_alloc(&s, n) != 0) {
+        snprintf(msg, msg_len, "out of host memory for a pushout of %d copies", n);
+        memset(ok, 0, (size_t)n);
+        for (int i = 0; i < n; i++)
+            landed(p, copies[i], 1);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        convoy_data_t *d = copies[i]->data;
+        s.copies[i] = (convoy__copy_t){.dst = d->host,
+                                       .src = copies[i]->ptr,
+                                       .bytes = d->bytes,
+                                       .dir = CONVOY__D2H,
+                                       .flags = d->host_pinned ? CONVOY__COPY_HOST_PINNED : 0,
+                                       .tag = i};
+    }
+    s.n = n;
+    convoy__stage_issue(p, -1, &s, stage_kind, p->out, p->out_large);
+    if (s.msg[0] != '\0')
+        snprintf(msg, msg_len, "%s", s.msg);
+    for (int i = 0; i < n; i++) {
+        convoy__devcopy_t *c = copies[i];
+        ok[i] = s.failed[i] == 0;
+        if (s.failed[i] == 2)
+            convoy__devmem_pin(&p->mem, c); /* it may still be read: never reuse it */
+        c->out_version = c->version;
+        c->out_evict = stage_kind == CONVOY__STAGE_EVICT;
+        if (c->out_evict)
+            p->noutbound_evicting++;
+        convoy__pev_t *ev = s.failed[i] ? NULL : s.subs[s.sub_of[i]];
+        if (ev == NULL) { /* failed, or proven landed by a stream wait */
+            landed(p, c, s.failed[i] != 0);
+            continue;
+        }
+        ev->refs++;
+        c->out_ev = ev;
+        c->out_next = p->outbound;
+        p->outbound = c;
+    }
+    for (int k = 0; k < s.plan.nsubs; k++)
+        convoy__pev_put(p, s.subs[k]);
+    convoy__stage_free(&s);
+}
+
+int convoy__evict_dirty(convoy__pipe_t *p, size_t want)
+{
+    convoy__devcopy_t *victims[CONVOY__RING_CAP];
+    int n = convoy__devmem_take_dirty(&p->mem, want, 3, victims, CONVOY__RING_CAP);
+    if (n == 0)
+        return 0;
+    char ok[CONVOY__RING_CAP], msg[256] = "";
+    push_home(p, victims, n, CONVOY__STAGE_EVICT, ok, msg, sizeof(msg));
+    if (msg[0] != '\0')
+        convoy__log_warn("%s: pushing evicted copies home failed (%s); they stay on the device",
+                         p->dev->name, msg);
+    return n;
+}
+
+/* ---- transfer rings ----------------------------------------------------------------- */
+
+/* Complete member m of a transfer ring: its copy's pushout (if any) is over. */
+static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
+{
+    convoy__task_t *t = m->task;
+    convoy__devcopy_t *c = m->ncopies > 0 ? m->copy[0] : NULL;
+    char msg[512] = "";
+    if (m->fail == MEMBER_OK && c != NULL && c->out_failed && convoy__coh_dirty_on(c->data) == p->dev->index)
+        m->fail = MEMBER_FAIL_PUSHOUT;
+    if (m->fail != MEMBER_OK) {
+        const convoy_data_t *d = c != NULL ? c->data : t->data[0];
+        snprintf(msg, sizeof(msg),
+                 "pushing datum %llu (%zu bytes) home from %s failed: %s; the device copy stays "
+                 "the newest version",
+                 (unsigned long long)d->id, d->bytes, p->dev->name,
+                 r->out_msg[0] ? r->out_msg : "an earlier pushout of it failed");
+    }
+    if (c != NULL) {
+        convoy__devmem_release(&p->mem, c);
+        if (r->kind == RING_DROP)
+            convoy__devmem_drop(&p->mem, t->data[0]);
+    }
+    m->ncopies = 0;
+    m->completed = 1;
+    r->open_members--;
+    atomic_fetch_sub_explicit(&p->dev->load, 1, memory_order_relaxed);
+    convoy__task_complete(t, m->fail == MEMBER_OK ? CONVOY__OK : CONVOY__FAILED, msg);
+}
+
+/* Flush-all: hold every dirty copy to push (and those already on their way home). */
+static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident)
+{
+    int n = 0, cap = 0;
+    convoy__devcopy_t **held = NULL;
+    pthread_mutex_lock(&p->mem.lock);
+    for (convoy__devcopy_t *c = p->mem.all; c != NULL; c = c->all_next) {
+        unsigned flags = atomic_load(&c->data->flags);
+        if ((flags & CONVOY_DATA_SCRATCH) || (!with_resident && (flags & CONVOY_DATA_RESIDENT)))
+            continue;
+        if (c->out_ev == NULL && (c->pinned || !convoy__devmem_dirty(&p->mem, c)))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            convoy__devcopy_t **h = realloc(held, (size_t)cap * sizeof(*h));
+            if (h == NULL) {
+                pthread_mutex_unlock(&p->mem.lock);
+                free(held);
+                return -1;
+            }
+            held = h;
+        }
+        held[n++] = c;
+    }
+    pthread_mutex_unlock(&p->mem.lock);
+    for (int i = 0; i < n; i++)
+        convoy__devmem_lookup(&p->mem, held[i]->data); /* one user each, off the LRU */
+    r->held = held;
+    r->nheld = n;
+    return n;
+}
+
+void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
+{
+    convoy_context_t *ctx = p->ctx;
+    convoy__ring_t *r = calloc(1, sizeof(*r));
+    convoy__member_t *m = r != NULL ? calloc((size_t)n, sizeof(*m)) : NULL;
+    if (m == NULL) {
+        free(r);
+        for (int i = 0; i < n; i++)
+            convoy__task_complete(tasks[i], CONVOY__FAILED,
+                                  "out of host memory for the pipeline's ring state");
+        atomic_fetch_sub_explicit(&p->dev->load, n, memory_order_relaxed);
+        return;
+    }
+    r->id = atomic_fetch_add(&ctx->next_ring_id, 1);
+    r->kind = kind;
+    r->pipe = p;
+    r->cls = tasks[0]->cls;
+    r->m = m;
+    r->n = r->open_members = n;
+    for (int i = 0; i < n; i++) {
+        convoy__task_set_running(tasks[i]);
+        m[i].task = tasks[i];
+        tasks[i]->ring_id = r->id;
+    }
+    convoy__devcopy_t **push = NULL;
+    int npush = 0;
+    if (kind == RING_FLUSH_ALL) {
+        int with_resident = *(const int *)tasks[0]->args;
+        if (hold_dirty(p, r, with_resident) < 0) {
+            snprintf(r->out_msg, sizeof(r->out_msg), "out of host memory listing dirty copies");
+            m[0].fail = MEMBER_FAIL_PUSHOUT;
+        }
+        push = malloc((size_t)(r->nheld > 0 ? r->nheld : 1) * sizeof(*push));
+        for (int i = 0; i < r->nheld && push != NULL; i++)
+            if (r->held[i]->out_ev == NULL && convoy__devmem_dirty(&p->mem, r->held[i]))
+                push[npush++] = r->held[i];
+    } else {
+        push = malloc((size_t)n * sizeof(*push));
+        for (int i = 0; i < n; i++) {
+            convoy__devcopy_t *c = convoy__devmem_lookup(&p->mem, tasks[i]->data[0]);
+            if (c == NULL)
+                continue;
+            m[i].copy[0] = c;
+            m[i].ncopies = 1;
+            if (kind == RING_FLUSH && push != NULL && c->out_ev == NULL &&
+                convoy__devmem_dirty(&p->mem, c)) {
+                int dup = 0;
+                for (int k = 0; k < npush && !dup; k++)
+                    dup = push[k] == c;
+                if (!dup)
+                    push[npush++] = c;
+            }
+        }
+    }
+    if (push == NULL) {
+        snprintf(r->out_msg, sizeof(r->out_msg), "out of host memory for a pushout");
+        for (int i = 0; i < n; i++)
+            convoy__member_fail(&m[i], MEMBER_FAIL_PUSHOUT, 0);
+    } else if (npush > 0) {
+        char *ok = malloc((size_t)npush);
+        if (ok == NULL) {
+            snprintf(r->out_msg, sizeof(r->out_msg), "out of host memory for a pushout");
+            for (int i = 0; i < n; i++)
+                convoy__member_fail(&m[i], MEMBER_FAIL_PUSHOUT, 0);
+        } else {
+            push_home(p, push, npush, CONVOY__STAGE_OUT, ok, r->out_msg, sizeof(r->out_msg));
+            free(ok);
+        }
+    }
+    free(push);
+    convoy__ring_add(p, r);
+}
+
+/* Is everything member m (or the flush-all) waits for back home? */
+static int transfer_ready(const convoy__ring_t *r, const convoy__member_t *m)
+{
+    if (r->kind == RING_FLUSH_ALL) {
+        for (int i = 0; i < r->nheld; i++)
+            if (r->held[i]->out_ev != NULL)
+                return 0;
+        return 1;
+    }
+    return m->ncopies == 0 || m->copy[0]->out_ev == NULL;
+}
+
+int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
+{
+    int moved = 0;
+    for (int i = 0; i < r->n; i++) {
+        convoy__member_t *m = &r->m[i];
+        if (m->completed || !transfer_ready(r, m))
+            continue;
+        if (r->kind == RING_FLUSH_ALL) {
+            for (int k = 0; k < r->nheld; k++) {
+                convoy__devcopy_t *c = r->held[k];
+                if (c->out_failed && convoy__coh_dirty_on(c->data) == p->dev->index && m->fail == MEMBER_OK) {
+                    m->fail = MEMBER_FAIL_PUSHOUT;
+                    m->copy[0] = c; /* named in the message */
+                    m->ncopies = 1;
+                    c->users++; /* finish_transfer releases it */
+                }
+                convoy__devmem_release(&p->mem, c);
+            }
+            r->nheld = 0;
+        }
+        finish_transfer(p, r, m);
+        moved = 1;
+    }
+    return moved;
+}

@@ -1,0 +1,658 @@
+/*
+ * One ring of the program's tasks through the pipeline: reserve device memory, stage in
+ * (planned by the scheduler, issued as bounded submissions), execute (launch.c), and
+ * complete each member on the events of what it needs. Written flows stay on the device
+ * as the newest version (write-back); they go home only when needed (pushout.c).
+ *
+ * Members are grouped by the stage-in they wait for: every member whose copies are all in
+ * small submissions forms group 0, launched at once behind the last of them on the
+ * device; members that need a large (split) copy form a group per large submission and
+ * are launched from the host once it has landed, so no stream ever waits on a large copy
+ * in front of small work.
+ *
+ * The failure contract: a member writing a copy that is its datum's only newest version
+ * writes a fresh buffer instead (filled from the copy on the device first when the task
+ * reads the datum); the buffer replaces the copy's memory only if the task succeeds.
+ * Other written copies are written in place and invalidated if it fails: the newest
+ * version is then on the host.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/pipeline_impl.h"
+#include "src/coherence.h"
+
+void convoy__member_fail(convoy__member_t *m, int why, int flow)
+{
+    if (m->fail == MEMBER_OK) {
+        m->fail = why;
+        m->fail_flow = flow;
+    }
+}
+
+/* The flow of m before f with the same datum, or -1. */
+static int same_datum(const convoy__member_t *m, int f)
+{
+    for (int e = 0; e < f; e++)
+        if (m->task->data[e] == m->task->data[f])
+            return e;
+    return -1;
+}
+
+/* Does the task read (READ or RW) datum d through any flow? */
+static int reads_datum(const convoy__task_t *t, const convoy_data_t *d)
+{
+    for (int f = 0; f < t->cls->nflows; f++)
+        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_READ))
+            return 1;
+    return 0;
+}
+
+static void release_member(convoy__pipe_t *p, convoy__member_t *m)
+{
+    for (int f = 0; f < m->ncopies; f++) {
+        if (m->fresh[f] != NULL && same_datum(m, f) < 0)
+            convoy__devmem_free_buffer(&p->mem, m->fresh[f], m->task->data[f]->bytes);
+        convoy__devmem_release(&p->mem, m->copy[f]);
+    }
+    for (int f = 0; f < m->ncopies; f++)
+        m->fresh[f] = NULL;
+    m->ncopies = 0;
+}
+
+/* Does the task write datum d through any flow? */
+static int writes_datum(const convoy__task_t *t, const convoy_data_t *d)
+{
+    for (int f = 0; f < t->cls->nflows; f++)
+        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_WRITE))
+            return 1;
+    return 0;
+}
+
+/* Reserve device memory for every flow of m, and a fresh buffer for each datum it writes
+ * whose copy here is the only newest version. On failure release what it took. */
+static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
+{
+    convoy__task_t *t = m->task;
+    int nflows = t->cls->nflows;
+    void **ptrs = convoy__task_ptrs(t);
+    for (int f = 0; f < nflows; f++) {
+        convoy_status_t st = convoy__devmem_acquire(&p->mem, t->data[f], &m->copy[f]);
+        if (st != CONVOY_SUCCESS) {
+            release_member(p, m);
+            return st;
+        }
+        m->ncopies = f + 1;
+    }
+    for (int f = 0; f < nflows; f++) {
+        if (same_datum(m, f) >= 0 || !writes_datum(t, t->data[f]) ||
+            !convoy__devmem_dirty(&p->mem, m->copy[f]))
+            continue;
+        convoy_status_t st = convoy__devmem_alloc_buffer(&p->mem, t->data[f]->bytes, &m->fresh[f]);
+        if (st != CONVOY_SUCCESS) {
+            release_member(p, m);
+            return st;
+        }
+    }
+    for (int f = 0; f < nflows; f++) {
+        int e = same_datum(m, f);
+        if (e >= 0)
+            m->fresh[f] = m->fresh[e];
+        ptrs[f] = m->fresh[f] != NULL ? m->fresh[f] : m->copy[f]->ptr;
+    }
+    return CONVOY_SUCCESS;
+}
+
+/* Does m already wait for e? */
+static int waits_for(const convoy__member_t *m, const convoy__pev_t *e)
+{
+    for (int i = 0; i < m->nwait; i++)
+        if (m->wait[i] == e)
+            return 1;
+    return 0;
+}
+
+static void add_wait(convoy__pipe_t *p, convoy__member_t *m, convoy__pev_t *e)
+{
+    if (e == NULL || convoy__pev_poll(p, e) || waits_for(m, e) ||
+        m->nwait == (int)(sizeof(m->wait) / sizeof(m->wait[0])))
+        return;
+    e->refs++;
+    m->wait[m->nwait++] = e;
+}
+
+/* What a stage-in copy is for: the members needing it wait for its submission. */
+typedef struct slot {
+    convoy__devcopy_t *copy; /* H2D: the copy it fills; D2D: the copy it reads */
+    int member;              /* D2D: the member whose fresh buffer it fills; -1 for H2D */
+} slot_t;
+
+/* The copies one member's reads need: H2D for copies not at the newest version, D2D into
+ * its fresh buffers. Skips copies valid here (waiting for them if still arriving). */
+static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__stage_t *s,
+                        slot_t *slot)
+{
+    convoy__member_t *m = &r->m[i];
+    convoy__task_t *t = m->task;
+    const convoy_class_t *cls = t->cls;
+    for (int f = 0; f < cls->nflows && !m->fail; f++) {
+        convoy__devcopy_t *c = m->copy[f];
+        convoy_data_t *d = t->data[f];
+        if (same_datum(m, f) >= 0 || !reads_datum(t, d))
+            continue;
+        uint64_t version;
+        int on;
+        convoy__coh_get(d, &version, &on);
+        if (m->fresh[f] != NULL) {
+            /* The only newest version is c: copy it into the buffer the task writes. */
+            slot[s->n] = (slot_t){.copy = c, .member = i};
+            s->copies[s->n] = (convoy__copy_t){
+                .dst = m->fresh[f], .src = c->ptr, .bytes = d->bytes, .dir = CONVOY__D2D, .tag = s->n};
+            s->n++;
+            continue;
+        }
+        if (c->stage_ring == r->id)
+            continue; /* read by an earlier member of this ring: copied once */
+        if (c->version == version) {
+            if (on == CONVOY__COH_HOST && convoy__coh_host_changed(d, version)) {
+                convoy__member_fail(m, MEMBER_FAIL_HOST_WRITE, f);
+                continue;
+            }
+            add_wait(p, m, c->arrival); /* maybe still arriving through an earlier ring */
+            continue;
+        }
+        if (on != CONVOY__COH_HOST) {
+            /* Rule R makes this impossible; fail rather than read stale host bytes. */
+            convoy__member_fail(m, MEMBER_FAIL_STAGE_IN, f);
+            snprintf(r->in_msg, sizeof(r->in_msg),
+                     "datum %llu's newest version is on accelerator %d, not in host memory",
+                     (unsigned long long)d->id, on);
+            continue;
+        }
+        c->stage_ring = r->id;
+        c->stage_slot = s->n;
+        convoy__coh_note_host(d, version);
+        slot[s->n] = (slot_t){.copy = c, .member = -1};
+        s->copies[s->n] = (convoy__copy_t){.dst = c->ptr,
+                                           .src = d->host,
+                                           .bytes = d->bytes,
+                                           .dir = CONVOY__H2D,
+                                           .flags = d->host_pinned ? CONVOY__COPY_HOST_PINNED : 0,
+                                           .tag = s->n};
+        s->n++;
+    }
+    /* A copy written in place must not change while a pushout home still reads it. */
+    for (int f = 0; f < cls->nflows; f++)
+        if (same_datum(m, f) < 0 && writes_datum(t, t->data[f]) && m->fresh[f] == NULL)
+            add_wait(p, m, m->copy[f]->out_ev);
+}
+
+/* Build and issue the ring's stage-in; sets each member's in_need and waits. */
+static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
+{
+    int cap = r->n * r->cls->nflows;
+    convoy__stage_t s;
+    slot_t *slot = malloc((size_t)cap * sizeof(*slot));
+    if (slot == NULL || convoy__stage_alloc(&s, cap) != 0) {
+        free(slot);
+        for (int i = 0; i < r->n; i++)
+            convoy__member_fail(&r->m[i], MEMBER_FAIL_STAGE_IN, 0);
+        return;
+    }
+    for (int i = 0; i < r->n; i++)
+        if (!r->m[i].fail)
+            plan_member(p, r, i, &s, slot);
+    if (s.n > 0)
+        convoy__stage_issue(p, r->id, &s, CONVOY__STAGE_IN, p->in, p->in_large);
+    r->nin = s.plan.nsubs;
+    r->in_subs = s.subs;
+    r->in_split = malloc((size_t)(r->nin > 0 ? r->nin : 1));
+    for (int k = 0; k < r->nin && r->in_split != NULL; k++)
+        r->in_split[k] = (char)s.plan.subs[k].split;
+    s.subs = NULL;
+    for (int k = 0; k < s.n; k++) {
+        convoy__devcopy_t *c = slot[k].copy;
+        if (slot[k].member >= 0) {
+            convoy__member_t *m = &r->m[slot[k].member];
+            if (s.failed[k]) {
+                convoy__member_fail(m, MEMBER_FAIL_STAGE_IN, 0);
+                snprintf(r->in_msg, sizeof(r->in_msg), "%s", s.msg);
+            }
+            m->in_need = CONVOY__MAX(m->in_need, s.sub_of[k]);
+            continue;
+        }
+        if (s.failed[k]) {
+            c->version = CONVOY__NO_VERSION;
+            if (s.failed[k] == 2)
+                convoy__devmem_pin(&p->mem, c);
+            continue;
+        }
+        c->version = convoy__coh_version(c->data);
+        convoy__pev_t *ev = r->in_subs[s.sub_of[k]];
+        if (c->arrival != NULL)
+            convoy__pev_put(p, c->arrival);
+        c->arrival = ev;
+        if (ev != NULL)
+            ev->refs++;
+    }
+    for (int i = 0; i < r->n; i++) {
+        convoy__member_t *m = &r->m[i];
+        for (int f = 0; f < r->cls->nflows && !m->fail; f++) {
+            convoy__devcopy_t *c = m->copy[f];
+            if (m->fresh[f] != NULL || !reads_datum(m->task, m->task->data[f]) ||
+                c->stage_ring != r->id)
+                continue;
+            int k = c->stage_slot;
+            if (s.failed[k]) {
+                convoy__member_fail(m, MEMBER_FAIL_STAGE_IN, f);
+                snprintf(r->in_msg, sizeof(r->in_msg), "%s", s.msg);
+            }
+            m->in_need = CONVOY__MAX(m->in_need, s.sub_of[k]);
+        }
+    }
+    free(slot);
+    convoy__stage_free(&s);
+}
+
+/* The event of stage-in submission k or, when none was recorded for it (synchronised, or
+ * failed), of the last earlier submission on the same stream that has one: streams run
+ * in order, so it covers every copy before it. */
+static convoy__pev_t *recorded_at_or_before(const convoy__ring_t *r, int k)
+{
+    int split = r->in_split != NULL && r->in_split[k];
+    for (int j = k; j >= 0; j--)
+        if (r->in_subs[j] != NULL && (r->in_split != NULL && r->in_split[j]) == split)
+            return r->in_subs[j];
+    return NULL;
+}
+
+/* Split the ring's members into groups by the stage-in they need (see the top). */
+static int make_groups(convoy__ring_t *r)
+{
+    int n = r->n;
+    r->order = malloc((size_t)n * sizeof(int));
+    r->groups = calloc((size_t)(n + 1), sizeof(convoy__group_t));
+    int *key = malloc((size_t)n * sizeof(int)); /* -1 for group 0, else the split sub */
+    if (r->order == NULL || r->groups == NULL || key == NULL) {
+        free(key);
+        return -1;
+    }
+    int small_need = -1, last_small = -1;
+    for (int k = 0; k < r->nin; k++)
+        if (r->in_split == NULL || !r->in_split[k])
+            last_small = k;
+    for (int i = 0; i < n; i++) {
+        int need = r->m[i].in_need;
+        int split = need >= 0 && r->in_split != NULL && r->in_split[need];
+        key[i] = split ? need : -1;
+        if (!split)
+            small_need = CONVOY__MAX(small_need, need);
+    }
+    /* A member that needs a split copy also waits, in device order, for the small
+     * submissions before it; the host launch happens after the split one has landed,
+     * and streams complete in order, so its key's event covers everything. */
+    int o = 0;
+    r->ngroups = 0;
+    for (int k = -1; k < r->nin; k++) {
+        int first = o;
+        for (int i = 0; i < n; i++)
+            if (key[i] == k)
+                r->order[o++] = i;
+        if (o == first)
+            continue;
+        convoy__group_t *g = &r->groups[r->ngroups++];
+        g->first = first;
+        g->count = o - first;
+        g->split = k >= 0;
+        int ev_index = k >= 0 ? k : small_need;
+        g->in_ev = ev_index >= 0 ? recorded_at_or_before(r, ev_index) : NULL;
+        if (k >= 0) /* its small inputs travel on another stream: wait for them too */
+            g->in_small_ev = last_small >= 0 ? recorded_at_or_before(r, last_small) : NULL;
+        for (int i = first; i < o; i++)
+            r->m[r->order[i]].group = r->ngroups - 1;
+    }
+    free(key);
+    return 0;
+}
+
+void convoy__ring_add(convoy__pipe_t *p, convoy__ring_t *r)
+{
+    r->next = NULL;
+    convoy__ring_t **tail = &p->rings;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = r;
+    p->nrings++;
+}
+
+/* Bytes the tasks from i on need, for eviction. */
+static size_t bytes_from(convoy__task_t **tasks, int i, int n)
+{
+    size_t b = 0;
+    for (; i < n; i++)
+        for (int f = 0; f < tasks[i]->cls->nflows; f++)
+            b += tasks[i]->data[f]->bytes;
+    return b;
+}
+
+/* Out of memory for task i: push dirty copies home to make room, and defer the task (in
+ * order) while anything can give memory back; 0 when nothing can: it fails. */
+static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, int n, int kept,
+                            convoy__task_t ***defer_tail)
+{
+    int evicting = convoy__evict_dirty(p, bytes_from(tasks, i, n));
+    if (evicting == 0 && p->nrings == 0 && kept == 0 && p->noutbound_evicting == 0)
+        return 0;
+    convoy__task_t *t = tasks[i];
+    t->next = NULL;
+    **defer_tail = t;
+    *defer_tail = &t->next;
+    return 1;
+}
+
+void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
+{
+    convoy_context_t *ctx = p->ctx;
+    int internal = tasks[0]->cls->internal;
+    if (internal != CONVOY__CLS_USER) {
+        convoy__transfer_start(p, tasks, n,
+                               internal == CONVOY__CLS_FLUSH       ? RING_FLUSH
+                               : internal == CONVOY__CLS_FLUSH_ALL ? RING_FLUSH_ALL
+                                                                   : RING_DROP);
+        return;
+    }
+    convoy__ring_t *r = calloc(1, sizeof(*r));
+    convoy__member_t *m = r != NULL ? calloc((size_t)n, sizeof(*m)) : NULL;
+    if (m == NULL) {
+        free(r);
+        for (int i = 0; i < n; i++)
+            convoy__task_complete(tasks[i], CONVOY__FAILED,
+                                  "out of host memory for the pipeline's ring state");
+        atomic_fetch_sub_explicit(&p->dev->load, n, memory_order_relaxed);
+        return;
+    }
+    r->id = atomic_fetch_add(&ctx->next_ring_id, 1);
+    r->kind = RING_TASKS;
+    r->pipe = p;
+    r->cls = tasks[0]->cls; /* members complete, and may be freed, group by group */
+    r->m = m;
+    /* Reserve: a member that finds no memory while other work holds some waits for it
+     * (deferred, in order); alone, it fails. */
+    convoy__task_t **defer_tail = &p->deferred;
+    while (*defer_tail != NULL)
+        defer_tail = &(*defer_tail)->next;
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        convoy__task_t *t = tasks[i];
+        convoy__task_set_running(t);
+        convoy__member_t *mm = &m[kept];
+        memset(mm, 0, sizeof(*mm));
+        mm->task = t;
+        mm->in_need = -1;
+        convoy_status_t st = reserve_member(p, mm);
+        if (st == CONVOY_ERR_NOMEM && defer_for_memory(p, tasks, i, n, kept, &defer_tail))
+            continue;
+        if (st != CONVOY_SUCCESS) {
+            mm->fail = MEMBER_FAIL_MEMORY;
+            mm->fail_status = st;
+            snprintf(r->mem_msg, sizeof(r->mem_msg), "%s", convoy_last_error(NULL));
+        }
+        t->ring_id = r->id;
+        kept++;
+    }
+    r->n = kept;
+    if (kept == 0) {
+        free(m);
+        free(r);
+        return;
+    }
+    atomic_fetch_add_explicit(&ctx->stats.rings, 1, memory_order_relaxed);
+    r->open_members = kept;
+    stage_in(p, r);
+    if (make_groups(r) != 0) {
+        /* Out of host memory: every member fails, once the copies it holds have landed
+         * (one group waiting on the last stage-in, never launched). */
+        convoy__log_error("out of host memory grouping ring %lld", (long long)r->id);
+        free(r->order);
+        free(r->groups);
+        r->order = NULL;
+        r->groups = NULL;
+        r->ngroups = 0;
+        for (int i = 0; i < kept; i++)
+            convoy__member_fail(&m[i], MEMBER_FAIL_STAGE_IN, 0);
+    }
+    for (int k = 0; k < r->ngroups; k++)
+        if (!r->groups[k].split)
+            convoy__launch_group(p, r, &r->groups[k]);
+    convoy__ring_add(p, r);
+}
+
+static const char *fail_text(const convoy__ring_t *r, const convoy__member_t *m, char *buf,
+                             size_t len)
+{
+    const convoy_class_t *cls = m->task->cls;
+    const char *dev = r->pipe->dev->name;
+    const convoy_data_t *d = m->task->data[m->fail_flow];
+    switch (m->fail) {
+    case MEMBER_FAIL_MEMORY:
+        snprintf(buf, len, "no device memory on %s: %s", dev, r->mem_msg);
+        break;
+    case MEMBER_FAIL_STAGE_IN:
+        snprintf(buf, len, "stage-in of flow %d (%zu bytes) to %s failed: %s", m->fail_flow,
+                 d->bytes, dev, r->in_msg[0] ? r->in_msg : "no memory");
+        break;
+    case MEMBER_FAIL_LAUNCH:
+        snprintf(buf, len, "launch on %s failed: %s", dev,
+                 r->launch_msg[0] ? r->launch_msg : "no memory");
+        break;
+    case MEMBER_FAIL_CHORE:
+        snprintf(buf, len, "the %schore of class '%s' returned %d on %s",
+                 cls->batch_chore[r->pipe->dev->kind] ? "batch " : "", cls->name, m->rc, dev);
+        break;
+    case MEMBER_FAIL_DEVICE:
+        snprintf(buf, len, "%s reported an error for the copies or the launch of its ring", dev);
+        break;
+    case MEMBER_FAIL_HOST_WRITE:
+        snprintf(buf, len,
+                 "the host memory of datum %llu (flow %d, %zu bytes at %p) changed without "
+                 "convoy_data_acquire(RW) while %s held a copy of it (found by "
+                 "check_host_writes); declare host writes with convoy_data_acquire",
+                 (unsigned long long)d->id, m->fail_flow, d->bytes, d->host, dev);
+        break;
+    default: buf[0] = '\0'; break;
+    }
+    return buf;
+}
+
+/* Did the device report an error for anything m needed? */
+static int device_error(const convoy__ring_t *r, const convoy__member_t *m)
+{
+    if (r->groups == NULL)
+        return 0;
+    const convoy__group_t *g = &r->groups[m->group];
+    int err = (g->exec_ev && g->exec_ev->failed) || (g->in_ev && g->in_ev->failed) ||
+              (g->in_small_ev && g->in_small_ev->failed);
+    for (int w = 0; w < m->nwait; w++)
+        err |= m->wait[w]->failed;
+    return err;
+}
+
+/* Complete a member whose events have all been seen; returns 0 when it must wait longer
+ * (a copy it holds is still arriving for another member, or a pushout home still reads
+ * a copy it writes). */
+static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
+{
+    convoy__task_t *t = m->task;
+    for (int f = 0; f < m->ncopies; f++) {
+        if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
+            return 0;
+        if (m->copy[f]->out_ev != NULL && writes_datum(t, t->data[f]))
+            return 0;
+    }
+    if (m->fail == MEMBER_OK && m->rc != 0)
+        convoy__member_fail(m, MEMBER_FAIL_CHORE, 0);
+    if (device_error(r, m))
+        convoy__member_fail(m, MEMBER_FAIL_DEVICE, 0);
+    int ok = m->fail == MEMBER_OK;
+    for (int f = 0; f < m->ncopies; f++) {
+        convoy__devcopy_t *c = m->copy[f];
+        convoy_data_t *d = t->data[f];
+        if (same_datum(m, f) < 0 && writes_datum(t, d)) {
+            if (ok && m->fresh[f] != NULL)
+                convoy__devmem_replace(&p->mem, c, m->fresh[f]);
+            else if (m->fresh[f] != NULL)
+                convoy__devmem_free_buffer(&p->mem, m->fresh[f], d->bytes);
+            else if (!ok)
+                c->version = CONVOY__NO_VERSION; /* half written: the newest is elsewhere */
+            /* The completion below commits version + 1, held here only. */
+            if (ok)
+                c->version = convoy__coh_version(d) + 1;
+        }
+        m->fresh[f] = NULL;
+        if (ok)
+            convoy__coh_set_hint(d, p->dev->index);
+        if (c->arrival != NULL) {
+            convoy__pev_put(p, c->arrival);
+            c->arrival = NULL;
+        }
+    }
+    /* Release after the versions are set: versions must be written before the copy may
+     * be evicted. */
+    for (int f = 0; f < m->ncopies; f++)
+        convoy__devmem_release(&p->mem, m->copy[f]);
+    m->ncopies = 0;
+    for (int w = 0; w < m->nwait; w++)
+        convoy__pev_put(p, m->wait[w]);
+    m->nwait = 0;
+    m->completed = 1;
+    r->open_members--;
+    atomic_fetch_sub_explicit(&p->dev->load, 1, memory_order_relaxed);
+    char msg[768];
+    convoy__task_complete(t, ok ? CONVOY__OK : CONVOY__FAILED,
+                          ok ? NULL : fail_text(r, m, msg, sizeof(msg)));
+    return 1;
+}
+
+void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
+{
+    if (r->leak) {
+        /* A launch that could not be proven over may still write its members' results. */
+        convoy__log_error("%s: ring %lld is kept in memory: a launch of it was never seen to "
+                          "end",
+                          p->dev->name, (long long)r->id);
+        r->next = p->kept;
+        p->kept = r;
+        return;
+    }
+    for (int k = 0; k < r->nin; k++) {
+        convoy__pev_poll(p, r->in_subs[k]); /* traced when seen complete; all are by now */
+        convoy__pev_put(p, r->in_subs[k]);
+    }
+    for (int k = 0; k < r->ngroups; k++) {
+        convoy__pev_put(p, r->groups[k].exec_ev);
+        free(r->groups[k].launches);
+        free(r->groups[k].run);
+    }
+    free(r->in_subs);
+    free(r->in_split);
+    free(r->groups);
+    free(r->order);
+    free(r->held);
+    free(r->m);
+    free(r);
+}
+
+/* Lifecycle steps of a group's members, for the trace, as the host sees them. */
+static void trace_steps(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
+{
+    int steps[2] = {CONVOY__STEP_STAGED_IN, CONVOY__STEP_EXECUTED};
+    convoy__pev_t *evs[2] = {g->in_ev, g->exec_ev};
+    for (int k = g->traced_steps; k < 2 && g->state != GROUP_WAIT_IN; k++) {
+        if (!convoy__pev_poll(p, evs[k]))
+            break;
+        uint64_t now = convoy__now_ns();
+        for (int i = 0; i < g->count; i++) {
+            const convoy__member_t *m = &r->m[r->order[g->first + i]];
+            if (m->completed)
+                continue; /* its task may be freed */
+            convoy__task_t *t = m->task;
+            convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                                       .stage = (uint8_t)steps[k],
+                                                                       .ts_ns = now,
+                                                                       .task_id = t->id,
+                                                                       .ring_id = r->id,
+                                                                       .name = t->cls->name});
+        }
+        g->traced_steps = k + 1;
+    }
+}
+
+/* A ring that could not be grouped: its members fail once their copies have landed. */
+static int progress_ungrouped(convoy__pipe_t *p, convoy__ring_t *r)
+{
+    int moved = 0;
+    for (int i = 0; i < r->n; i++) {
+        convoy__member_t *m = &r->m[i];
+        int ready = !m->completed;
+        for (int k = 0; k < r->nin && ready; k++)
+            ready = convoy__pev_poll(p, r->in_subs[k]);
+        for (int w = 0; w < m->nwait && ready; w++)
+            ready = convoy__pev_poll(p, m->wait[w]);
+        if (ready && finish_member(p, r, m))
+            moved = 1;
+    }
+    return moved;
+}
+
+int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
+{
+    int moved = 0;
+    if (r->kind != RING_TASKS)
+        moved = convoy__transfer_progress(p, r);
+    else if (r->groups == NULL)
+        moved = progress_ungrouped(p, r);
+    for (int k = 0; k < r->ngroups && r->kind == RING_TASKS; k++) {
+        convoy__group_t *g = &r->groups[k];
+        if (p->ctx->trace != NULL && g->traced_steps < 2)
+            trace_steps(p, r, g);
+        switch (g->state) {
+        case GROUP_WAIT_IN:
+            if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
+                convoy__launch_group(p, r, g);
+                moved = 1;
+            }
+            break;
+        case GROUP_LAUNCHED: {
+            /* The chores' results are known once the launch's event completes. */
+            if (!convoy__pev_poll(p, g->exec_ev))
+                break;
+            int open = 0;
+            for (int i = 0; i < g->count; i++) {
+                convoy__member_t *m = &r->m[r->order[g->first + i]];
+                if (m->completed)
+                    continue;
+                int ready = 1;
+                for (int w = 0; w < m->nwait && ready; w++)
+                    ready = convoy__pev_poll(p, m->wait[w]);
+                if (ready && finish_member(p, r, m))
+                    moved = 1;
+                else
+                    open = 1;
+            }
+            if (!open)
+                g->state = GROUP_DONE;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (r->open_members == 0) {
+        convoy__ring_free(p, r);
+        *finished_p = 1;
+        return 1;
+    }
+    return moved;
+}

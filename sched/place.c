@@ -1,0 +1,63 @@
+/*
+ * Placement of ready tasks (sched.h): where the data are, then where the load is lowest.
+ */
+#include "config.h"
+
+#include "src/coherence.h"
+#include "src/core.h"
+
+/* Can accelerator dev run t: a chore for its kind, and room for every flow. */
+static int can_run(const convoy__device_t *dev, const convoy__task_t *t, size_t *bytes_p)
+{
+    const convoy_class_t *cls = t->cls;
+    if (cls->chore[dev->kind] == NULL && cls->batch_chore[dev->kind] == NULL)
+        return 0;
+    size_t total = 0;
+    for (int f = 0; f < cls->nflows; f++)
+        total += t->data[f]->bytes;
+    *bytes_p = total;
+    return total <= dev->mem_capacity;
+}
+
+int convoy__sched_place_locality(void *state, convoy_context_t *ctx, convoy__task_t *t)
+{
+    (void)state;
+    const convoy_class_t *cls = t->cls;
+    int best = 0, too_big = 0;
+    uint64_t best_bytes = 0;
+    int64_t best_load = INT64_MAX;
+    for (int i = 0; i < ctx->naccel; i++) {
+        const convoy__device_t *dev = ctx->accel[i];
+        size_t total = 0;
+        if (!can_run(dev, t, &total)) {
+            too_big |= total > dev->mem_capacity;
+            continue;
+        }
+        uint64_t here = 0;
+        for (int f = 0; f < cls->nflows; f++) {
+            const convoy_data_t *d = t->data[f];
+            int on = convoy__coh_dirty_on(d);
+            if (on == i || (on == CONVOY__COH_HOST && convoy__coh_hint(d) == i))
+                here += d->bytes;
+        }
+        int64_t load = atomic_load_explicit(&dev->load, memory_order_relaxed);
+        if (best == 0 || here > best_bytes || (here == best_bytes && load < best_load)) {
+            best = i + 1;
+            best_bytes = here;
+            best_load = load;
+        }
+    }
+    if (best == 0 && too_big && cls->chore[CONVOY_DEVICE_CPU] == NULL &&
+        cls->batch_chore[CONVOY_DEVICE_CPU] == NULL) {
+        /* Nowhere else to go: the device fails it with a message naming the sizes. */
+        for (int i = 0; i < ctx->naccel && best == 0; i++)
+            if (cls->chore[ctx->accel[i]->kind] || cls->batch_chore[ctx->accel[i]->kind])
+                best = i + 1;
+    } else if (best == 0 && too_big) {
+        char name[160];
+        convoy__log_info("%s: its flows are larger than every accelerator's memory; it runs on "
+                         "the CPUs",
+                         convoy__task_name(t, name, sizeof(name)));
+    }
+    return best;
+}
