@@ -1,16 +1,20 @@
 # bench/: benchmarks; built by `make`, not installed.
 
-noinst_HEADERS += bench/bench_common.h bench/tiny_tasks.h
+noinst_HEADERS += bench/bench_common.h bench/tiny_tasks.h bench/rw_chores.h
 
-noinst_PROGRAMS += bench/overhead bench/tiny_tasks bench/mixed_latency
+noinst_PROGRAMS += bench/overhead bench/tiny_tasks bench/mixed_latency bench/chains bench/evict
 
 bench_overhead_SOURCES = bench/overhead.c
 bench_tiny_tasks_SOURCES = bench/tiny_tasks.c
 bench_mixed_latency_SOURCES = bench/mixed_latency.c
+bench_chains_SOURCES = bench/chains.c bench/rw_chores.c
+bench_evict_SOURCES = bench/evict.c bench/rw_chores.c
 
 if HAVE_CUDA
 bench_tiny_tasks_SOURCES += bench/tiny_tasks_cuda.cu
 bench_mixed_latency_SOURCES += bench/mixed_latency_cuda.cu
+bench_chains_SOURCES += bench/rw_chores_cuda.cu
+bench_evict_SOURCES += bench/rw_chores_cuda.cu
 
 noinst_PROGRAMS += bench/copy_paths
 bench_copy_paths_SOURCES = bench/copy_paths.cu
@@ -18,5 +22,6 @@ bench_copy_paths_SOURCES = bench/copy_paths.cu
 nodist_EXTRA_bench_copy_paths_SOURCES = bench/copy_paths_linker.c
 endif
 # Shipped by `make dist` whether or not this build has CUDA.
-EXTRA_DIST += bench/tiny_tasks_cuda.cu bench/mixed_latency_cuda.cu bench/copy_paths.cu
+EXTRA_DIST += bench/tiny_tasks_cuda.cu bench/mixed_latency_cuda.cu bench/copy_paths.cu \
+	bench/rw_chores_cuda.cu
 EXTRA_DIST += bench/h200.sh

@@ -75,21 +75,28 @@ static int clean_victim(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
     return c->out_ev == NULL && !convoy__devmem_dirty(dm, c);
 }
 
-/* Allocate bytes, freeing clean unused copies (least recently used first) while the
- * device is full. Under dm->lock. */
+/* Allocate bytes within the device's capacity for convoy (mem_capacity, which the
+ * parameter device_memory may lower), freeing clean unused copies (least recently used
+ * first) while the device is full. Under dm->lock. */
 static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void **ptr_p)
 {
     convoy__device_t *dev = dm->dev;
     if (bytes > dev->mem_capacity)
         return convoy__error(dev->ctx, CONVOY_ERR_NOMEM, "%zu bytes asked; %s has %zu bytes of memory",
                              bytes, dev->name, dev->mem_capacity);
-    convoy_status_t st;
     convoy__devcopy_t *c = dm->lru_head;
-    while ((st = dev->ops->mem_alloc(dev, bytes, ptr_p)) == CONVOY_ERR_NOMEM) {
+    for (;;) {
+        convoy_status_t st = CONVOY_ERR_NOMEM;
+        if (dm->bytes_in_use + bytes <= dev->mem_capacity)
+            st = dev->ops->mem_alloc(dev, bytes, ptr_p);
+        if (st != CONVOY_ERR_NOMEM)
+            return st;
         while (c != NULL && !clean_victim(dm, c))
             c = c->lru_next;
         if (c == NULL)
-            break;
+            return convoy__error(dev->ctx, CONVOY_ERR_NOMEM,
+                                 "%s: %zu bytes asked, %zu of %zu in use and no clean copy to free",
+                                 dev->name, bytes, dm->bytes_in_use, dev->mem_capacity);
         convoy__devcopy_t *next = c->lru_next;
         lru_remove(dm, c);
         free_copy(dm, c);
@@ -97,7 +104,6 @@ static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void *
         dm->evictions++;
         atomic_fetch_add_explicit(&dev->ctx->stats.evictions, 1, memory_order_relaxed);
     }
-    return st;
 }
 
 convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data,

@@ -245,6 +245,9 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     p->max_inflight = (int)convoy__param_int(&ctx->params, "max_inflight");
     p->poll_ns = (uint64_t)(convoy__param_double(&ctx->params, "poll_us") * 1000.0);
     p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
+    size_t cap = (size_t)convoy__param_int(&ctx->params, "device_memory");
+    if (cap > 0 && cap < dev->mem_capacity)
+        dev->mem_capacity = cap;
     convoy__devmem_init(&p->mem, dev);
     dev->pipeline = p;
     if (p->method >= 0 && !(dev->methods & (1u << p->method))) {

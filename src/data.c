@@ -137,7 +137,7 @@ static void forget_failures(convoy_data_t *d)
  * so far that uses d), which fetches the newest version home before it runs (rule R).
  * Returns its outcome, or -1 when it could not be made; *msg names a failure.
  */
-static int host_side(convoy_data_t *d, convoy_access_t mode)
+static int host_side(convoy_data_t *d, convoy_access_t mode, char *why, size_t why_len)
 {
     convoy_context_t *ctx = d->ctx;
     int kind = mode & CONVOY_WRITE ? CONVOY__CLS_HOST_RW : CONVOY__CLS_HOST;
@@ -148,6 +148,8 @@ static int host_side(convoy_data_t *d, convoy_access_t mode)
     convoy__task_track(ctx, h);
     convoy__task_release(ctx, h);
     int outcome = convoy__task_wait(ctx, h);
+    if (why != NULL && h->fetch_msg != NULL)
+        snprintf(why, why_len, "%s", h->fetch_msg);
     convoy__task_unref(h);
     return outcome;
 }
@@ -156,14 +158,15 @@ static int host_side(convoy_data_t *d, convoy_access_t mode)
  * cancelled it, the failure is reported here (*cancelled_p) and forgotten once every
  * task it cancelled is done, and the newest valid version is brought home from wherever
  * it is. Returns the final outcome (-1: out of memory). */
-static int bring_home(convoy_data_t *data, convoy_access_t mode, int *cancelled_p)
+static int bring_home(convoy_data_t *data, convoy_access_t mode, int *cancelled_p, char *why,
+                      size_t why_len)
 {
-    int outcome = host_side(data, mode);
+    int outcome = host_side(data, mode, why, why_len);
     *cancelled_p = outcome == CONVOY__CANCELLED;
     if (*cancelled_p) {
         wait_for_users(data);
         forget_failures(data);
-        outcome = host_side(data, mode);
+        outcome = host_side(data, mode, why, why_len);
     }
     return outcome;
 }
@@ -179,17 +182,14 @@ convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
                              (int)mode);
     convoy_context_t *ctx = data->ctx;
     int cancelled;
-    int outcome = bring_home(data, mode, &cancelled);
+    char why[1024] = "a failure reported earlier";
+    int outcome = bring_home(data, mode, &cancelled, why, sizeof(why));
     int failed = convoy__coh_take_failed(data);
     if (outcome < 0)
         return convoy__error(ctx, CONVOY_ERR_NOMEM,
                              "convoy_data_acquire(datum %llu): out of host memory",
                              (unsigned long long)data->id);
     if (outcome != CONVOY__OK) {
-        char why[1024];
-        pthread_mutex_lock(&ctx->error_lock);
-        snprintf(why, sizeof(why), "%s", ctx->first_failure);
-        pthread_mutex_unlock(&ctx->error_lock);
         return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
                              "convoy_data_acquire(datum %llu): its newest version could not be "
                              "brought home: %s",
@@ -274,7 +274,7 @@ void convoy_data_free(convoy_data_t *data)
     int cancelled;
     if (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) {
         wait_for_users(data);
-    } else if (bring_home(data, CONVOY_READ, &cancelled) != CONVOY__OK) {
+    } else if (bring_home(data, CONVOY_READ, &cancelled, NULL, 0) != CONVOY__OK) {
         /* The newest version could not come home (its flush failed and was reported):
          * free it anyway, as asked; the message says what was lost. */
         wait_for_users(data);

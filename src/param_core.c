@@ -52,6 +52,13 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 1 << 20,
      .doc = "tasks in flight per accelerator (taken from the scheduler and not yet complete): "
             "stage-in of the next rings overlaps execution of the last"},
+    {.name = "device_memory",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "0",
+     .min = 0,
+     .max = 1125899906842624.0, /* 1P */
+     .doc = "bytes of memory convoy may use on each accelerator (0: what the device offers); "
+            "small values exercise eviction (bench/evict)"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",

@@ -380,7 +380,9 @@ static void settle_writes(convoy__task_t *t, int outcome)
 static void count_outcome(convoy_context_t *ctx, const convoy__task_t *t, int outcome)
 {
     if (convoy__task_internal(t)) {
-        if (outcome == CONVOY__FAILED && t->cls->internal != CONVOY__CLS_DROP)
+        int transfer = t->cls->internal == CONVOY__CLS_FLUSH ||
+                       t->cls->internal == CONVOY__CLS_FLUSH_ALL;
+        if (outcome == CONVOY__FAILED && transfer)
             atomic_fetch_add(&ctx->stats.transfers_failed, 1);
         return;
     }

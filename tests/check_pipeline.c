@@ -318,8 +318,9 @@ static void world_init(world_t *w, const pset_t *ps, int ndata, const size_t *si
     atomic_store(&g_sim_batch_calls, 0);
     atomic_store(&g_sim_batch_members, 0);
     w->ctx = tu_init(ps->kv);
-    ck_assert_int_eq(convoy_accel_count(w->ctx), 1);
-    ck_assert(convoy__sim_is_sim(convoy__ctx_accel(w->ctx, 0)));
+    ck_assert_int_ge(convoy_accel_count(w->ctx), 1);
+    for (int i = 0; i < convoy_accel_count(w->ctx); i++)
+        ck_assert(convoy__sim_is_sim(convoy__ctx_accel(w->ctx, i)));
     w->ndata = ndata;
     w->d = calloc((size_t)ndata, sizeof(*w->d));
     w->host = calloc((size_t)ndata, sizeof(*w->host));
@@ -600,17 +601,18 @@ static verdict_t world_wait(world_t *w, int strict)
  * it has, and stop convoy. */
 static void world_fini(world_t *w)
 {
-    convoy__device_t *dev = convoy__ctx_accel(w->ctx, 0);
     for (int i = 0; i < w->ndata; i++)
         convoy_data_free(w->d[i]);
-    convoy__sim_counters_t c;
-    convoy__sim_get_counters(dev, &c);
-    ck_assert_msg(c.bytes_in_use == 0 || w->pinned_ok,
-                  "%zu bytes of sim memory still in use after every handle "
-                  "was freed",
-                  c.bytes_in_use);
-    ck_assert_msg(c.peak_bytes <= dev->mem_capacity, "peak %zu bytes over the %zu the sim has",
-                  c.peak_bytes, dev->mem_capacity);
+    for (int k = 0; k < convoy_accel_count(w->ctx); k++) {
+        convoy__device_t *dev = convoy__ctx_accel(w->ctx, k);
+        convoy__sim_counters_t c;
+        convoy__sim_get_counters(dev, &c);
+        ck_assert_msg(c.bytes_in_use == 0 || w->pinned_ok,
+                      "%zu bytes of %s memory still in use after every handle was freed",
+                      c.bytes_in_use, dev->name);
+        ck_assert_msg(c.peak_bytes <= dev->mem_capacity, "peak %zu bytes over the %zu %s has",
+                      c.peak_bytes, dev->mem_capacity, dev->name);
+    }
     convoy_fini(w->ctx);
     for (int i = 0; i < w->ndata; i++) {
         free(w->host[i]);
@@ -853,6 +855,42 @@ START_TEST(test_chaos_random)
     convoy__sim_get_counters(convoy__ctx_accel(w.ctx, 0), &c);
     ck_assert_uint_gt(c.alloc_failures, 0);
     /* The runtime goes on: a second round after the failures were reported. */
+    for (int i = 0; i < n / 3; i++)
+        world_random_task(&w, &rng, 0);
+    world_wait(&w, 0);
+    world_fini(&w);
+}
+END_TEST
+
+/* Random graphs on two sim devices with tiny memory and every kind of fault at once
+ * (failed submissions, allocations, launches and event records, chore failures): data
+ * written on one device and read on the other or on the CPUs move through the host
+ * (rule R), dirty copies are evicted, and the results match the oracle (world_wait). */
+START_TEST(test_two_devices_chaos)
+{
+    const char *sched;
+    uint64_t seed;
+    sched_and_seed(_i, &sched, &seed);
+    pset_t ps;
+    ps_random(&ps, sched);
+    ps_set(&ps, "sim_count", "2");
+    ps_set(&ps, "sim_memory", "64K");
+    ps_set(&ps, "sim_fail_every", "17");
+    ps_set(&ps, "sim_fail_alloc", "7");
+    ps_set(&ps, "sim_fail_launch", "9");
+    ps_set(&ps, "sim_fail_record", "11");
+    ps_set(&ps, "sim_fail_records", "3");
+    tu_rng_t rng;
+    tu_rng_seed(&rng, seed + 300);
+    size_t sizes[NDATA_RANDOM];
+    random_sizes(&rng, sizes, NDATA_RANDOM);
+    static world_t w;
+    world_init(&w, &ps, NDATA_RANDOM, sizes, seed);
+    ck_assert_int_eq(convoy_accel_count(w.ctx), 2);
+    int n = tu_scaled(300, 60);
+    for (int i = 0; i < n; i++)
+        world_random_task(&w, &rng, 2);
+    world_wait(&w, 0);
     for (int i = 0; i < n / 3; i++)
         world_random_task(&w, &rng, 0);
     world_wait(&w, 0);
@@ -1166,6 +1204,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_chore_failures_random, 0, 2 * seeds);
     tcase_add_loop_test(tc, test_chaos_random, 0, 2 * seeds);
     tcase_add_loop_test(tc, test_delayed_completions, 0, 2);
+    tcase_add_loop_test(tc, test_two_devices_chaos, 0, 2 * seeds);
     tc = tu_tcase(s, "coherence", 30);
     tcase_add_loop_test(tc, test_cpu_after_sim, 0, 2);
     tcase_add_loop_test(tc, test_chore_failure_keeps_host, 0, 2);

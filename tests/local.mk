@@ -13,6 +13,7 @@ convoy_check_suites = \
 	tests/check_deps \
 	tests/check_api \
 	tests/check_pipeline \
+	tests/check_coherence \
 	tests/check_batch \
 	tests/check_plan \
 	tests/check_gpumem
@@ -42,6 +43,10 @@ tests_check_api_LDADD = $(convoy_check_ldadd)
 tests_check_pipeline_SOURCES = tests/check_pipeline.c $(convoy_check_util)
 tests_check_pipeline_CFLAGS = $(convoy_check_cflags)
 tests_check_pipeline_LDADD = $(convoy_check_ldadd)
+
+tests_check_coherence_SOURCES = tests/check_coherence.c $(convoy_check_util)
+tests_check_coherence_CFLAGS = $(convoy_check_cflags)
+tests_check_coherence_LDADD = $(convoy_check_ldadd)
 
 tests_check_batch_SOURCES = tests/check_batch.c $(convoy_check_util)
 tests_check_batch_CFLAGS = $(convoy_check_cflags)
@@ -92,3 +97,10 @@ tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
 EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+
+# make stress: the random suites over many seeds for a bounded time (tests/stress.sh;
+# STRESS_SECONDS=120 by default). CI runs it in its sanitizer phases.
+EXTRA_DIST += tests/stress.sh
+stress: $(convoy_check_suites)
+	$(SHELL) $(top_srcdir)/tests/stress.sh tests
+.PHONY: stress

@@ -1,0 +1,44 @@
+/*
+ * The CPU and sim read-modify-write chores and their class (rw_chores.h).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench/rw_chores.h"
+
+int rw_cpu_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    uint32_t add = *(const uint32_t *)t->args, *w = t->flows[0];
+    for (size_t i = 0; i < t->flow_bytes[0] / sizeof(uint32_t); i++)
+        w[i] += add;
+    return 0;
+}
+
+int rw_cpu_batch_chore(const convoy_task_view_t *const *tasks, int n, void *stream)
+{
+    for (int i = 0; i < n; i++)
+        rw_cpu_chore(tasks[i], stream);
+    return 0;
+}
+
+convoy_class_t *rw_class(convoy_context_t *ctx, const char *name)
+{
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    if (convoy_class_new(ctx, name, 1, &rw, CONVOY_CLASS_BATCHABLE, &cls) != CONVOY_SUCCESS ||
+        convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, rw_cpu_chore) != CONVOY_SUCCESS ||
+        convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, rw_cpu_chore) != CONVOY_SUCCESS ||
+        convoy_class_set_batch_chore(cls, CONVOY_DEVICE_SIM, rw_cpu_batch_chore) !=
+            CONVOY_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", name, convoy_last_error(ctx));
+        exit(1);
+    }
+#if CONVOY_HAVE_CUDA
+    convoy_class_set_chore(cls, CONVOY_DEVICE_CUDA, rw_cuda_chore);
+    convoy_class_set_batch_chore(cls, CONVOY_DEVICE_CUDA, rw_cuda_batch_chore);
+#endif
+    return cls;
+}
