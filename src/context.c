@@ -27,15 +27,6 @@ convoy__device_t *convoy__ctx_accel(const convoy_context_t *ctx, int index)
     return index >= 0 && index < ctx->naccel ? ctx->accel[index] : NULL;
 }
 
-static int level_of(const char *name)
-{
-    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
-    for (int i = 0; i < 5; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return CONVOY__LOG_WARN;
-}
-
 /* Everything convoy_init made, in reverse; safe on a partly built context. */
 static void context_destroy(convoy_context_t *ctx)
 {
@@ -108,7 +99,8 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     convoy_status_t st = convoy__params_load(&ctx->params, argc, argv);
     if (st != CONVOY_SUCCESS)
         goto err;
-    convoy__log_threshold = level_of(convoy__param_str(&ctx->params, "verbose"));
+    /* Messages without a context follow the newest context (util.h). */
+    atomic_store_explicit(&convoy__log_threshold, ctx->params.log_level, memory_order_relaxed);
 
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
@@ -149,7 +141,8 @@ err : {
     context_destroy(ctx);
     if (trace != NULL)
         convoy__trace_discard(trace);
-    convoy__log_error("convoy_init failed: %s", msg);
+    /* Not logged at 'error': the caller gets the message (convoy_last_error(NULL)) and
+     * decides; logging it too printed every init error twice. */
     return convoy__error(NULL, st, "%s", msg);
 }
 }
@@ -159,7 +152,8 @@ void convoy_fini(convoy_context_t *ctx)
     if (ctx == NULL)
         return;
     if (convoy_wait(ctx) != CONVOY_SUCCESS)
-        convoy__log_warn("convoy_fini: %s", ctx->error);
+        convoy__log_ctx(ctx, CONVOY__LOG_WARN, "convoy_fini: %s", ctx->error);
+    convoy__log_repeat_flush(ctx);
     convoy__trace_t *trace = ctx->trace;
     context_destroy(ctx);
     /* Written last so that teardown events are in; the context is gone, so errors go to
