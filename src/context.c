@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,15 @@ int convoy__ctx_accel_count(const convoy_context_t *ctx)
 convoy__device_t *convoy__ctx_accel(const convoy_context_t *ctx, int index)
 {
     return index >= 0 && index < ctx->naccel ? ctx->accel[index] : NULL;
+}
+
+/* hwloc sets errno: out of memory is CONVOY_ERR_NOMEM like any other. */
+static convoy_status_t topology_error(const char *step)
+{
+    int e = errno;
+    return convoy__error(NULL, e == ENOMEM ? CONVOY_ERR_NOMEM : CONVOY_ERR_UNAVAILABLE,
+                         "hwloc could not read the topology (hwloc_topology_%s: %s)", step,
+                         strerror(e));
 }
 
 /* Everything convoy_init made, in reverse; safe on a partly built context. */
@@ -103,11 +113,15 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     atomic_store_explicit(&convoy__log_threshold, ctx->params.log_level, memory_order_relaxed);
 
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
-        st = convoy__error(NULL, CONVOY_ERR_UNAVAILABLE, "hwloc could not read the topology");
+    if (hwloc_topology_init(&topo) != 0) {
+        st = topology_error("init");
         goto err;
     }
-    ctx->topology = topo;
+    ctx->topology = topo; /* destroyed by the teardown from here on, loaded or not */
+    if (hwloc_topology_load(topo) != 0) {
+        st = topology_error("load");
+        goto err;
+    }
 
     const char *trace_path = convoy__param_str(&ctx->params, "trace");
     if (trace_path[0] != '\0') {

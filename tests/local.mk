@@ -97,3 +97,14 @@ tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
 EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+
+# Host allocation failure, each allocation in turn (tests/failalloc.sh): a preloaded
+# malloc wrapper (a libtool module, never installed) and the program it drives.
+check_LTLIBRARIES = tests/failalloc.la
+tests_failalloc_la_SOURCES = tests/failalloc.c
+tests_failalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_failalloc_la_LIBADD = -ldl
+check_PROGRAMS += tests/failalloc_run
+tests_failalloc_run_SOURCES = tests/failalloc_run.c
+TESTS += tests/failalloc.sh
+EXTRA_DIST += tests/failalloc.sh
