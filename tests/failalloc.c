@@ -9,6 +9,8 @@
  *   CONVOY_TEST_FAIL_ALLOC=n        fail the n-th counted allocation (from 1); 0 or
  *                                   unset: fail none, only count
  *   CONVOY_TEST_FAIL_ALLOC_ALL=1    fail every counted allocation from the n-th on
+ *   CONVOY_TEST_FAIL_ALLOC_TRACE=1  print the stack of each failed allocation (for
+ *                                   addr2line) on stderr
  *   CONVOY_TEST_FAIL_ALLOC_SCOPE=s  count only calls made from code in the main program
  *                                   (s = "main", the default: convoy's tests link the
  *                                   library statically), in objects whose file name
@@ -21,11 +23,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
@@ -41,6 +45,7 @@ static atomic_int armed;
 static atomic_long counted; /* allocations counted since failalloc_start */
 static long fail_at;        /* 0: none */
 static int fail_all;        /* every one from fail_at on */
+static int trace;           /* print the stack of each failure */
 static char scope[64] = "main";
 static uintptr_t main_base; /* the main program's load address, for scope "main" */
 static _Thread_local int inside __attribute__((tls_model("initial-exec"))); /* in dladdr */
@@ -59,6 +64,8 @@ void failalloc_start(void)
     const char *s = getenv("CONVOY_TEST_FAIL_ALLOC_SCOPE");
     fail_at = n != NULL ? strtol(n, NULL, 10) : 0;
     fail_all = all != NULL && strcmp(all, "1") == 0;
+    const char *tr = getenv("CONVOY_TEST_FAIL_ALLOC_TRACE");
+    trace = tr != NULL && strcmp(tr, "1") == 0;
     if (s != NULL && s[0] != '\0') {
         strncpy(scope, s, sizeof(scope) - 1);
         scope[sizeof(scope) - 1] = '\0';
@@ -101,7 +108,18 @@ static int should_fail(const void *caller)
     if (!atomic_load_explicit(&armed, memory_order_relaxed) || inside || !in_scope(caller))
         return 0;
     long k = atomic_fetch_add(&counted, 1) + 1;
-    return fail_at > 0 && (k == fail_at || (fail_all && k > fail_at));
+    int fail = fail_at > 0 && (k == fail_at || (fail_all && k > fail_at));
+    if (fail && trace) {
+        void *frames[24];
+        inside = 1; /* backtrace may allocate when it first loads its unwinder */
+        int n = backtrace(frames, 24);
+        static const char head[] = "failalloc: failing this allocation:\n";
+        if (write(2, head, sizeof(head) - 1) < 0) {
+        }
+        backtrace_symbols_fd(frames, n, 2);
+        inside = 0;
+    }
+    return fail;
 }
 
 #define CALLER __builtin_extract_return_addr(__builtin_return_address(0))
