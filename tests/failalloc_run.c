@@ -11,7 +11,8 @@
  * its own, as libuv's test runner does. It prints N and every n that went wrong (signal,
  * timeout or a status that is not allowed), and exits 1 if any did.
  *
- *   failalloc_run [--all] [--devices LIST] [--sched NAME] [--only n] [--timeout S]
+ *   failalloc_run [--all] [--trace] [--devices LIST] [--sched NAME] [--only n]
+ *                 [--timeout S]
  *   failalloc_run --check-build   exit 77 in a sanitizer build (ASan and TSan replace
  *                                 malloc: the preloaded one would not be used), else 0
  * Under a debugger: CONVOY_TEST_FAIL_ALLOC=n gdb --args tests/failalloc_run --child
@@ -48,6 +49,7 @@ extern long failalloc_stop(void) __attribute__((weak));
 #define CHAIN 3
 
 static const char *devices = "host", *sched = "fifo";
+static int with_trace; /* write a trace (its buffers and writer allocate too) */
 
 static int inc(const convoy_task_view_t *t, void *stream)
 {
@@ -82,10 +84,12 @@ static int graph(void)
     char a_dev[64], a_sched[64];
     snprintf(a_dev, sizeof(a_dev), "--convoy-devices=%s", devices);
     snprintf(a_sched, sizeof(a_sched), "--convoy-sched=%s", sched);
+    char a_trace[64];
+    snprintf(a_trace, sizeof(a_trace), "--convoy-trace=/tmp/failalloc-%ld.json", (long)getpid());
     char *args[] = {"failalloc", a_dev, a_sched, "--convoy-nthreads=2", "--convoy-verbose=error",
-                    NULL};
+                    a_trace,     NULL};
     char **argv = args;
-    int argc = 5;
+    int argc = with_trace ? 6 : 5;
     convoy_context_t *ctx = NULL;
     convoy_status_t st = convoy_init(&argc, &argv, &ctx);
     allowed("convoy_init", st, NULL);
@@ -143,6 +147,8 @@ static int graph(void)
             }
     convoy_data_free(d[0]); /* the others are left for fini */
     convoy_fini(ctx);
+    if (with_trace)
+        unlink(a_trace + strlen("--convoy-trace="));
     return bad;
 }
 
@@ -228,6 +234,8 @@ int main(int argc, char **argv)
             return SANITIZED ? 77 : 0;
         else if (strcmp(argv[i], "--all") == 0)
             all = 1;
+        else if (strcmp(argv[i], "--trace") == 0)
+            with_trace = 1;
         else if (strcmp(argv[i], "--child") == 0)
             as_child = 1;
         else if (i + 1 < argc && strcmp(argv[i], "--devices") == 0)
@@ -239,8 +247,9 @@ int main(int argc, char **argv)
         else if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0)
             timeout_s = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: failalloc_run [--all] [--devices LIST] [--sched NAME] "
-                            "[--only n] [--timeout S] | --check-build | --child\n");
+            fprintf(stderr,
+                    "usage: failalloc_run [--all] [--trace] [--devices LIST] [--sched NAME] "
+                    "[--only n] [--timeout S] | --check-build | --child\n");
             return 2;
         }
     }
@@ -263,8 +272,9 @@ int main(int argc, char **argv)
         long count;
         failures += run_one(n, all, timeout_s, &count) != 0;
     }
-    printf("failalloc_run: devices %s, sched %s%s: %ld allocations, n = %ld..%ld covered, %d "
+    printf("failalloc_run: devices %s, sched %s%s%s: %ld allocations, n = %ld..%ld covered, %d "
            "failures\n",
-           devices, sched, all ? ", failing all from n on" : "", total, first, last, failures);
+           devices, sched, with_trace ? ", traced" : "", all ? ", failing all from n on" : "",
+           total, first, last, failures);
     return failures == 0 ? 0 : 1;
 }
