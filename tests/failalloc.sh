@@ -1,7 +1,8 @@
 #!/bin/sh
 # Proves that every host allocation convoy makes in convoy_init, a small CPU task graph
-# (fifo and batch, with a trace written or not) and convoy_fini can fail in turn without a crash, an abort or a hang,
-# each call returning success or CONVOY_ERR_NOMEM (tests/failalloc_run.c says how).
+# (fifo and batch, with a trace written or not) and convoy_fini can fail in turn
+# without a crash, an abort or a hang, each call returning success or
+# CONVOY_ERR_NOMEM (tests/failalloc_run.c says how).
 # Skipped (77) in sanitizer builds: ASan and TSan intercept malloc, so the preloaded
 # wrapper (tests/failalloc.c) would not see convoy's allocations.
 #   tests/failalloc.sh [failalloc_run options]   e.g. --devices sim --all
