@@ -234,9 +234,10 @@ static const struct {
 } failures[] = {
     {{"devices", "host", NULL}, CONVOY_ERR_NOT_FOUND, {"CONVOY_SCHED", "nope"}},
     {{NULL}, CONVOY_ERR_NOT_FOUND, {"CONVOY_DEVICES", "nope"}},
-    {{"devices", "sim", "sim_count", "0", NULL}, CONVOY_ERR_UNAVAILABLE},
+    {{"devices", "sim", "sim_count", "0", NULL}, CONVOY_ERR_UNAVAILABLE, {NULL, NULL}},
     {{"devices", "sim", "sched", "batch", "sim_count", "3", "copy_method", "sm", NULL},
-     CONVOY_ERR_UNAVAILABLE},
+     CONVOY_ERR_UNAVAILABLE,
+     {NULL, NULL}},
 };
 
 START_TEST(failed_init_leaves_nothing)
