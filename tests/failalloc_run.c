@@ -179,6 +179,7 @@ static int child(int fd)
     unsetenv("CONVOY_TEST_FAIL_ALLOC");
     unsetenv("CONVOY_TEST_FAIL_ALLOC_ALL");
     unsetenv("CONVOY_TEST_FAIL_ALLOC_SCOPE");
+    unsetenv("CONVOY_TEST_FAIL_ALLOC_TRACE");
     int status = graph();
     long n = failalloc_stop();
     if (fd >= 0 && write(fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
