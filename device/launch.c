@@ -78,15 +78,13 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
     convoy_context_t *ctx = p->ctx;
     unsigned exec = p->next_exec++ % CONVOY__NEXEC;
     convoy__stream_t *stream = p->exec[exec];
-    if (g->in_ev != NULL && !convoy__pev_poll(p, g->in_ev))
-        dev->ops->stream_wait_event(dev, stream, g->in_ev->ev);
+    convoy__stream_wait(p, stream, g->in_ev);
     int *run = malloc((size_t)g->count * sizeof(int));
     int nrun = 0;
     for (int i = 0; i < g->count; i++) {
         convoy__member_t *m = &r->m[r->order[g->first + i]];
         for (int w = 0; w < m->nwait; w++)
-            if (!convoy__pev_poll(p, m->wait[w]))
-                dev->ops->stream_wait_event(dev, stream, m->wait[w]->ev);
+            convoy__stream_wait(p, stream, m->wait[w]);
         if (m->fail == MEMBER_OK && run != NULL)
             run[nrun++] = r->order[g->first + i];
         else if (run == NULL)

@@ -22,7 +22,7 @@ convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream)
     if (e != NULL) {
         p->free_pevs = e->next;
     } else {
-        e = calloc(1, sizeof(*e));
+        e = convoy__calloc(NULL, 1, sizeof(*e), "a pipeline event");
         if (e == NULL)
             return NULL;
         if (dev->ops->event_create(dev, &e->ev) != CONVOY_SUCCESS) {
@@ -90,6 +90,20 @@ convoy_status_t convoy__sync(convoy__pipe_t *p, convoy__stream_t *stream)
     if (dev->ops->stream_sync == NULL)
         return convoy__error(NULL, CONVOY_ERR_DEVICE, "%s cannot wait for a stream", dev->name);
     return dev->ops->stream_sync(dev, stream);
+}
+
+void convoy__stream_wait(convoy__pipe_t *p, convoy__stream_t *stream, convoy__pev_t *e)
+{
+    if (e == NULL || convoy__pev_poll(p, e))
+        return;
+    if (p->dev->ops->stream_wait_event(p->dev, stream, e->ev) == CONVOY_SUCCESS)
+        return;
+    /* The device cannot queue the wait: wait here, so that nothing runs before what it
+     * needs (slow, and only when the device is out of resources). */
+    convoy__log_warn("%s: a stream wait could not be queued (%s); waiting on the host",
+                     p->dev->name, convoy_last_error(NULL));
+    while (!convoy__pev_poll(p, e))
+        convoy__sleep_until_ns(convoy__now_ns() + 20000);
 }
 
 int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s)

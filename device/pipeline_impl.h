@@ -131,6 +131,9 @@ convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream)
  * ever abandoned in flight. */
 convoy_status_t convoy__sync(convoy__pipe_t *p, convoy__stream_t *stream);
 int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s);
+/* Later work on stream waits for e (nothing when it is done); when the device cannot
+ * queue the wait, the host waits for e instead. */
+void convoy__stream_wait(convoy__pipe_t *p, convoy__stream_t *stream, convoy__pev_t *e);
 
 /* One stage's copies (copies.c). */
 typedef struct convoy__stage {

@@ -6,6 +6,7 @@ EXTRA_DIST += \
 	doc/reference.md \
 	doc/design.md \
 	doc/tracing.md \
+	doc/robustness.md \
 	doc/results.md \
 	doc/results/plot.sh \
 	doc/results/copy_paths_h2d.svg \

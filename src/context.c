@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +29,13 @@ convoy__device_t *convoy__ctx_accel(const convoy_context_t *ctx, int index)
     return index >= 0 && index < ctx->naccel ? ctx->accel[index] : NULL;
 }
 
-static int level_of(const char *name)
+/* hwloc sets errno: out of memory is CONVOY_ERR_NOMEM like any other. */
+static convoy_status_t topology_error(const char *step)
 {
-    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
-    for (int i = 0; i < 5; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return CONVOY__LOG_WARN;
+    int e = errno;
+    return convoy__error(NULL, e == ENOMEM ? CONVOY_ERR_NOMEM : CONVOY_ERR_UNAVAILABLE,
+                         "hwloc could not read the topology (hwloc_topology_%s: %s)", step,
+                         strerror(e));
 }
 
 /* Everything convoy_init made, in reverse; safe on a partly built context. */
@@ -110,18 +111,23 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     convoy_status_t st = convoy__params_load(&ctx->params, argc, argv);
     if (st != CONVOY_SUCCESS)
         goto err;
-    convoy__log_threshold = level_of(convoy__param_str(&ctx->params, "verbose"));
+    /* Messages without a context follow the newest context (util.h). */
+    atomic_store_explicit(&convoy__log_threshold, ctx->params.log_level, memory_order_relaxed);
     ctx->check_host_writes = (int)convoy__param_int(&ctx->params, "check_host_writes");
     ctx->cpu_write_backup = (int)convoy__param_int(&ctx->params, "cpu_write_backup");
     if ((st = convoy__classes_init_internal(ctx)) != CONVOY_SUCCESS)
         goto err;
 
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
-        st = convoy__error(NULL, CONVOY_ERR_UNAVAILABLE, "hwloc could not read the topology");
+    if (hwloc_topology_init(&topo) != 0) {
+        st = topology_error("init");
         goto err;
     }
-    ctx->topology = topo;
+    ctx->topology = topo; /* destroyed by the teardown from here on, loaded or not */
+    if (hwloc_topology_load(topo) != 0) {
+        st = topology_error("load");
+        goto err;
+    }
 
     const char *trace_path = convoy__param_str(&ctx->params, "trace");
     if (trace_path[0] != '\0') {
@@ -155,7 +161,8 @@ err : {
     context_destroy(ctx);
     if (trace != NULL)
         convoy__trace_discard(trace);
-    convoy__log_error("convoy_init failed: %s", msg);
+    /* Not logged at 'error': the caller gets the message (convoy_last_error(NULL)) and
+     * decides; logging it too printed every init error twice. */
     return convoy__error(NULL, st, "%s", msg);
 }
 }
@@ -165,12 +172,13 @@ void convoy_fini(convoy_context_t *ctx)
     if (ctx == NULL)
         return;
     if (convoy_wait(ctx) != CONVOY_SUCCESS)
-        convoy__log_warn("convoy_fini: %s", ctx->error);
+        convoy__log_ctx(ctx, CONVOY__LOG_WARN, "convoy_fini: %s", ctx->error);
     /* The program's last chance to see its data: resident ones come home too (scratch
      * ones never do). */
     if (convoy__coh_dirty_count(ctx) > 0 && convoy__data_flush_all(ctx, 1) != CONVOY_SUCCESS)
         convoy__log_error("convoy_fini: some data could not be brought home: %s",
                           convoy_last_error(ctx));
+    convoy__log_repeat_flush(ctx);
     convoy__trace_t *trace = ctx->trace;
     context_destroy(ctx);
     /* Written last so that teardown events are in; the context is gone, so errors go to

@@ -145,9 +145,11 @@ static int host_side(convoy_data_t *d, convoy_access_t mode, char *why, size_t w
     if (h == NULL)
         return -1;
     atomic_fetch_add(&h->refs, 1); /* ours, for the wait */
-    convoy__task_track(ctx, h);
-    convoy__task_release(ctx, h);
+    int tracked = convoy__task_track(ctx, h) == CONVOY_SUCCESS;
+    convoy__task_release(ctx, h); /* untracked, it is cancelled and passes through */
     int outcome = convoy__task_wait(ctx, h);
+    if (!tracked)
+        outcome = -1; /* out of memory for its place in the graph */
     if (why != NULL && h->fetch_msg != NULL)
         snprintf(why, why_len, "%s", h->fetch_msg);
     convoy__task_unref(h);
@@ -195,12 +197,18 @@ convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
                              "brought home: %s",
                              (unsigned long long)data->id, why);
     }
-    if (failed > 0 || cancelled)
+    if (failed > 0 || cancelled) {
+        char first[1024];
+        pthread_mutex_lock(&ctx->error_lock);
+        snprintf(first, sizeof(first), "%s", ctx->first_failure);
+        pthread_mutex_unlock(&ctx->error_lock);
         return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
                              "convoy_data_acquire: %d task(s) writing datum %llu failed%s; the "
-                             "host copy holds the newest valid version",
+                             "host copy holds the newest valid version%s%s%s",
                              failed, (unsigned long long)data->id,
-                             failed == 0 ? " or were cancelled" : "");
+                             failed == 0 ? " or were cancelled" : "",
+                             first[0] ? " (first failure: " : "", first, first[0] ? ")" : "");
+    }
     return CONVOY_SUCCESS;
 }
 
@@ -278,7 +286,8 @@ void convoy_data_free(convoy_data_t *data)
         /* The newest version could not come home (its flush failed and was reported):
          * free it anyway, as asked; the message says what was lost. */
         wait_for_users(data);
-        convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
+        if (convoy__coh_dirty_on(data) != CONVOY__COH_HOST)
+            convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
                           "on an accelerator: %s",
                           (unsigned long long)data->id, convoy_last_error(ctx));
     }

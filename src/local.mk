@@ -2,6 +2,7 @@
 
 libconvoy_internal_la_SOURCES += \
 	src/util.c \
+	src/log_repeat.c \
 	src/param.c \
 	src/param_core.c \
 	src/component.c \

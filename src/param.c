@@ -90,7 +90,8 @@ static void describe_allowed(const convoy__param_def_t *def, char *buf, size_t l
         snprintf(buf, len, "an integer in [%.0f, %.0f]", def->min, def->max);
         break;
     case CONVOY__PARAM_SIZE:
-        snprintf(buf, len, "a size in bytes in [%.0f, %.0f], with an optional K, M or G suffix",
+        snprintf(buf, len,
+                 "a size in bytes in [%.0f, %.0f], with an optional K, M, G, T or P suffix",
                  def->min, def->max);
         break;
     case CONVOY__PARAM_DOUBLE:
@@ -134,19 +135,21 @@ static int parse_bool(const char *t, int64_t *out)
     return -1;
 }
 
-static int choice_matches(const char *choices, const char *t)
+/* The index of t among choices ("a|b|c"), or -1. */
+static int choice_index(const char *choices, const char *t)
 {
     size_t tl = strlen(t);
-    for (const char *c = choices; *c != '\0';) {
+    int index = 0;
+    for (const char *c = choices; *c != '\0'; index++) {
         const char *end = strchr(c, '|');
         size_t cl = end != NULL ? (size_t)(end - c) : strlen(c);
         if (cl == tl && strncmp(c, t, tl) == 0)
-            return 1;
+            return index;
         if (end == NULL)
             break;
         c = end + 1;
     }
-    return 0;
+    return -1;
 }
 
 convoy_status_t convoy__param_parse(const convoy__param_def_t *def, const char *text,
@@ -160,9 +163,10 @@ convoy_status_t convoy__param_parse(const convoy__param_def_t *def, const char *
     case CONVOY__PARAM_INT: {
         errno = 0;
         long long x = strtoll(text, &end, 10);
-        if (end == text || *end != '\0' || errno == ERANGE)
+        if (end == text || *end != '\0')
             return bad_value(def, text, "is not an integer");
-        if ((double)x < def->min || (double)x > def->max)
+        /* An integer too large for 64 bits is still an integer: say it is out of range. */
+        if (errno == ERANGE || (double)x < def->min || (double)x > def->max)
             return bad_value(def, text, "is out of range");
         v.v.i = x;
         break;
@@ -172,30 +176,22 @@ convoy_status_t convoy__param_parse(const convoy__param_def_t *def, const char *
         if (text[0] == '-')
             return bad_value(def, text, "is negative");
         unsigned long long x = strtoull(text, &end, 10);
-        if (end == text || errno == ERANGE)
+        if (end == text)
             return bad_value(def, text, "is not a size");
+        int too_big = errno == ERANGE;
+        /* The units convoy-info prints bounds in (tools/convoy_info.c): each accepted. */
+        static const char units[] = "KMGTP";
+        const char *unit = *end != '\0' ? strchr(units, toupper((unsigned char)*end)) : NULL;
         unsigned long long mult = 1;
-        switch (toupper((unsigned char)*end)) {
-        case '\0': break;
-        case 'K':
-            mult = 1ull << 10;
+        if (unit != NULL) {
+            mult = 1ull << (10 * (1 + (unit - units)));
             end++;
-            break;
-        case 'M':
-            mult = 1ull << 20;
-            end++;
-            break;
-        case 'G':
-            mult = 1ull << 30;
-            end++;
-            break;
-        default: return bad_value(def, text, "has an unknown unit");
+            if (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0)
+                end += strlen(end);
         }
-        if (mult > 1 && (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0))
-            end += strlen(end);
         if (*end != '\0')
             return bad_value(def, text, "has an unknown unit");
-        if (x > UINT64_MAX / mult)
+        if (too_big || x > UINT64_MAX / mult)
             return bad_value(def, text, "is out of range");
         x *= mult;
         if ((double)x < def->min || (double)x > def->max)
@@ -218,10 +214,15 @@ convoy_status_t convoy__param_parse(const convoy__param_def_t *def, const char *
             return bad_value(def, text, "is not a boolean");
         break;
     case CONVOY__PARAM_CHOICE:
-        if (!choice_matches(def->choices, text))
+        if ((v.v.i = choice_index(def->choices, text)) < 0)
             return bad_value(def, text, "is not a known choice");
         break;
     case CONVOY__PARAM_STRING: break;
+    }
+    if (def->check != NULL) {
+        convoy_status_t st = def->check(def, text);
+        if (st != CONVOY_SUCCESS)
+            return st;
     }
     if (out != NULL) {
         out->def = def;
@@ -320,7 +321,9 @@ static convoy_status_t set_value(convoy__param_value_t *v, const char *text,
     }
     char *copy = strdup(text);
     if (copy == NULL)
-        return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory");
+        return convoy__error(NULL, CONVOY_ERR_NOMEM,
+                             "out of memory storing the value of parameter '%s' (from %s)",
+                             v->def->name, where);
     free(v->text);
     *v = parsed;
     v->text = copy;
@@ -387,7 +390,8 @@ static convoy_status_t load_env(convoy__params_t *params)
 }
 
 /* load_argv's loop: consume --convoy-NAME=VALUE and --convoy-NAME VALUE (dashes in
- * NAME may be underscores); the other arguments go to kept[*out_p ...], in order. */
+ * NAME may be underscores); the other arguments go to kept[*out_p ...], in order. Only
+ * av[0, argc) is read: a caller's argv need not have its NULL slot at argv[argc]. */
 static convoy_status_t parse_argv(convoy__params_t *params, int argc, char **av, char **kept,
                                   int *out_p)
 {
@@ -408,10 +412,17 @@ static convoy_status_t parse_argv(convoy__params_t *params, int argc, char **av,
         const char *value;
         if (arg[nl] == '=') {
             value = arg + nl + 1;
-        } else if (i + 1 < argc) {
-            value = av[++i];
-        } else {
+        } else if (i + 1 >= argc) {
             return convoy__error(NULL, CONVOY_ERR_INVALID, "option '%s' needs a value", av[i]);
+        } else if (strncmp(av[i + 1], "--", 2) == 0) {
+            /* "--convoy-trace --convoy-sched=batch": a forgotten value, not a trace path
+             * named "--convoy-sched=batch". Such a value can still be given with '='. */
+            return convoy__error(NULL, CONVOY_ERR_INVALID,
+                                 "option '%s' needs a value, but the next argument '%s' is an "
+                                 "option (write %s=VALUE for a value starting with '--')",
+                                 av[i], av[i + 1], av[i]);
+        } else {
+            value = av[++i];
         }
         convoy__param_value_t *v = find_value(params, name);
         if (v == NULL)
@@ -428,21 +439,30 @@ static convoy_status_t parse_argv(convoy__params_t *params, int argc, char **av,
 
 /* Consume the --convoy-* options from argv, keeping the other arguments in order. They
  * are gathered aside and copied back only on success: on error argc and argv are left
- * as given. */
+ * as given. Only the argc entries given are read or written: when options were consumed
+ * the freed entries, from the new argv[argc] on, are set to NULL; when none were, argv
+ * is not written at all (its argv[argc] slot, if any, is not touched). */
 static convoy_status_t load_argv(convoy__params_t *params, int *argc, char ***argv)
 {
     if (argc == NULL || argv == NULL || *argv == NULL || *argc <= 1)
         return CONVOY_SUCCESS;
     char **av = *argv;
+    for (int i = 0; i < *argc; i++)
+        if (av[i] == NULL)
+            return convoy__error(NULL, CONVOY_ERR_INVALID,
+                                 "argv[%d] is NULL but argc is %d: argc must count the "
+                                 "arguments before the first NULL",
+                                 i, *argc);
     char **kept = malloc((size_t)*argc * sizeof(*kept));
     if (kept == NULL)
         return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory for the arguments");
     kept[0] = av[0];
     int out = 1;
     convoy_status_t st = parse_argv(params, *argc, av, kept, &out);
-    if (st == CONVOY_SUCCESS) {
+    if (st == CONVOY_SUCCESS && out < *argc) {
         memcpy(av, kept, (size_t)out * sizeof(*av));
-        av[out] = NULL;
+        for (int i = out; i < *argc; i++)
+            av[i] = NULL;
         *argc = out;
     }
     free(kept);
@@ -451,21 +471,25 @@ static convoy_status_t load_argv(convoy__params_t *params, int *argc, char ***ar
 
 convoy_status_t convoy__params_load(convoy__params_t *params, int *argc, char ***argv)
 {
+    /* Empty before anything can fail, so that convoy__params_free is always safe. */
+    *params = (convoy__params_t){.log_level = CONVOY__LOG_WARN};
     count_arg_t ca = {.params = params, .fill = 0};
-    params->count = 0;
     convoy__param_foreach_table(add_table, &ca);
-    params->values = calloc((size_t)params->count, sizeof(*params->values));
-    if (params->values == NULL)
-        return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory for parameters");
-    ca.fill = 1;
+    size_t n = (size_t)params->count;
     params->count = 0;
+    params->values = calloc(n, sizeof(*params->values));
+    if (params->values == NULL)
+        return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory for %zu parameters", n);
+    ca.fill = 1;
     convoy__param_foreach_table(add_table, &ca);
 
     convoy_status_t st = CONVOY_SUCCESS;
     for (int i = 0; i < params->count && st == CONVOY_SUCCESS; i++) {
         st = set_value(&params->values[i], params->values[i].def->def, CONVOY__FROM_DEFAULT,
                        "the default");
-        assert(st == CONVOY_SUCCESS && "a parameter's default must parse");
+        /* A default that does not parse is a bug in a table; running out of memory is not. */
+        assert((st == CONVOY_SUCCESS || st == CONVOY_ERR_NOMEM) &&
+               "a parameter's default must parse");
     }
     if (st == CONVOY_SUCCESS)
         st = load_presets(params);
@@ -473,14 +497,17 @@ convoy_status_t convoy__params_load(convoy__params_t *params, int *argc, char **
         st = load_env(params);
     if (st == CONVOY_SUCCESS)
         st = load_argv(params, argc, argv);
-    if (st != CONVOY_SUCCESS)
+    if (st != CONVOY_SUCCESS) {
         convoy__params_free(params);
-    return st;
+        return st;
+    }
+    params->log_level = (int)convoy__param_int(params, "verbose");
+    return CONVOY_SUCCESS;
 }
 
 void convoy__params_free(convoy__params_t *params)
 {
-    for (int i = 0; i < params->count; i++)
+    for (int i = 0; params->values != NULL && i < params->count; i++)
         free(params->values[i].text);
     free(params->values);
     params->values = NULL;
@@ -512,11 +539,20 @@ const char *convoy__param_str(const convoy__params_t *params, const char *name)
 convoy_status_t convoy_param_get(const convoy_context_t *ctx, const char *name, char *buf,
                                  size_t len)
 {
+    /* The context's last error is state apart from the context proper: a failed get
+     * records there (casting const away) so convoy_last_error(ctx) tells why. */
+    convoy_context_t *err_ctx = (convoy_context_t *)ctx;
     if (ctx == NULL || name == NULL || buf == NULL || len == 0)
-        return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_param_get: NULL argument");
+        return convoy__error(err_ctx, CONVOY_ERR_INVALID,
+                             "convoy_param_get: NULL argument (ctx %p, name %p, buf %p) or "
+                             "len 0",
+                             (const void *)ctx, (const void *)name, (void *)buf);
     const convoy__param_value_t *v = find_value((convoy__params_t *)&ctx->params, name);
     if (v == NULL)
-        return unknown_name(name, "convoy_param_get");
+        return convoy__error(err_ctx, CONVOY_ERR_NOT_FOUND,
+                             "unknown parameter '%s' (from convoy_param_get); convoy-info lists "
+                             "them all",
+                             name);
     snprintf(buf, len, "%s", v->text);
     return CONVOY_SUCCESS;
 }

@@ -13,7 +13,7 @@
 
 typedef enum convoy__param_type {
     CONVOY__PARAM_INT,    /* a decimal integer in [min, max] */
-    CONVOY__PARAM_SIZE,   /* bytes, with an optional K, M or G suffix (powers of 1024) */
+    CONVOY__PARAM_SIZE,   /* bytes, with an optional K, M, G, T or P suffix (powers of 1024) */
     CONVOY__PARAM_DOUBLE, /* a real number in [min, max] */
     CONVOY__PARAM_BOOL,   /* 0/1, yes/no, on/off, true/false */
     CONVOY__PARAM_STRING, /* any text (a path, a list) */
@@ -27,6 +27,9 @@ typedef struct convoy__param_def {
     double min, max;     /* for INT, SIZE and DOUBLE */
     const char *choices; /* for CHOICE */
     const char *doc;     /* one line; cites the measurement a default comes from */
+    /* Validation beyond the type (a component's name), or NULL: records the error (a
+     * message naming the parameter, the value and what is allowed) and returns it. */
+    convoy_status_t (*check)(const struct convoy__param_def *def, const char *text);
 } convoy__param_def_t;
 
 /* Where a value came from, lowest precedence first. */
@@ -43,7 +46,7 @@ typedef struct convoy__param_value {
     char *text;        /* the current value, as given */
     convoy__param_source_t source;
     union {
-        int64_t i; /* INT, SIZE, BOOL */
+        int64_t i; /* INT, SIZE, BOOL; for CHOICE the index of the choice */
         double d;  /* DOUBLE */
     } v;
 } convoy__param_value_t;
@@ -51,6 +54,8 @@ typedef struct convoy__param_value {
 typedef struct convoy__params {
     convoy__param_value_t *values;
     int count;
+    int log_level; /* 'verbose' as a convoy__log_level_t, read by each log call of the
+                      context: cached here rather than looked up by name */
 } convoy__params_t;
 
 /* The core's own table (src/param_core.c). */

@@ -3,19 +3,82 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+#include <string.h>
+
+#include "src/core.h"
 #include "src/param.h"
+
+/* "fifo, batch" or "sim, host": the names of one component list. */
+static void names_of(int sched, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; o + 1 < len; i++) {
+        const char *name =
+            sched ? (convoy__sched_components[i] ? convoy__sched_components[i]->name : NULL)
+                  : (convoy__device_components[i] ? convoy__device_components[i]->name : NULL);
+        if (name == NULL)
+            break;
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", i > 0 ? ", " : "", name);
+    }
+}
+
+/* A scheduler name is checked where it is given (preset, environment, option), so that
+ * the error names its source rather than surfacing later in convoy_init. */
+static convoy_status_t check_sched(const convoy__param_def_t *def, const char *text)
+{
+    for (int i = 0; convoy__sched_components[i] != NULL; i++)
+        if (strcmp(convoy__sched_components[i]->name, text) == 0)
+            return CONVOY_SUCCESS;
+    char names[256];
+    names_of(1, names, sizeof(names));
+    return convoy__error(NULL, CONVOY_ERR_NOT_FOUND,
+                         "parameter '%s': value '%s' is not a scheduler; allowed: %s", def->name,
+                         text, names);
+}
+
+/* The same for the device list, with src/component.c's grammar: auto, empty, or
+ * comma-separated names each optionally prefixed by '^'; empty items name nothing. */
+static convoy_status_t check_devices(const convoy__param_def_t *def, const char *text)
+{
+    if (strcmp(text, "auto") == 0)
+        return CONVOY_SUCCESS;
+    for (const char *p = text; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        size_t skip = p[0] == '^';
+        int found = len == 0;
+        for (int i = 0; !found && convoy__device_components[i] != NULL; i++) {
+            const char *name = convoy__device_components[i]->name;
+            found = strlen(name) == len - skip && strncmp(name, p + skip, len - skip) == 0;
+        }
+        if (!found) {
+            char names[256];
+            names_of(0, names, sizeof(names));
+            return convoy__error(NULL, CONVOY_ERR_NOT_FOUND,
+                                 "parameter '%s': value '%s' names no device '%.*s'; allowed: "
+                                 "auto, or a comma-separated list of %s (a name prefixed by ^ "
+                                 "excludes it)",
+                                 def->name, text, (int)(len - skip), p + skip, names);
+        }
+        p += len + (p[len] == ',');
+    }
+    return CONVOY_SUCCESS;
+}
 
 const convoy__param_def_t convoy__core_params[] = {
     {.name = "sched",
      .type = CONVOY__PARAM_STRING,
      .def = "fifo",
      .doc = "scheduler component: fifo (one task, one copy per flow) or batch (rings, fused "
-            "bounded copies)"},
+            "bounded copies)",
+     .check = check_sched},
     {.name = "devices",
      .type = CONVOY__PARAM_STRING,
      .def = "auto",
      .doc = "devices to use: auto (GPUs if any, else sim), a list 'host,sim,cuda', or "
-            "'^name' to exclude; the CPUs (host) are always used"},
+            "'^name' to exclude; the CPUs (host) are always used",
+     .check = check_devices},
     {.name = "nthreads",
      .type = CONVOY__PARAM_INT,
      .def = "0",

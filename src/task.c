@@ -350,9 +350,11 @@ static void record_failure(convoy_context_t *ctx, convoy__task_t *t, int outcome
     }
     t->fail_epoch = ctx->fail_epoch;
     pthread_mutex_unlock(&ctx->error_lock);
+    /* One line for a burst of failures (a failed ring), with the count. */
     if (outcome == CONVOY__FAILED)
-        convoy__log_warn("%s failed: %s", convoy__task_name(t, name, sizeof(name)),
-                         msg ? msg : "no reason given");
+        convoy__log_repeat(ctx, "task failed", CONVOY__LOG_WARN, "%s failed: %s",
+                           convoy__task_name(t, name, sizeof(name)),
+                           msg ? msg : "no reason given");
 }
 
 /* Commit or discard the task's writes: a datum written through two flows changes
@@ -589,6 +591,7 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
     ctx->first_failure[0] = ctx->transfer_failure[0] = '\0';
     ctx->fail_epoch++; /* tasks inserted from now on no longer inherit these failures */
     pthread_mutex_unlock(&ctx->error_lock);
+    convoy__log_repeat_flush(ctx);
     if (flushed != CONVOY_SUCCESS && failed == 0)
         return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
                              "convoy_wait: some data could not be brought home: %s (a later wait "

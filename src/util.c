@@ -12,7 +12,7 @@
 #include "src/core.h"
 #include "src/util.h"
 
-int convoy__log_threshold = CONVOY__LOG_WARN;
+_Atomic int convoy__log_threshold = CONVOY__LOG_WARN;
 
 static _Thread_local char tls_error[1024] = "no error";
 
@@ -45,8 +45,14 @@ convoy_status_t convoy__error(convoy_context_t *ctx, convoy_status_t status, con
         memcpy(ctx->error, tls_error, sizeof(ctx->error));
         pthread_mutex_unlock(&ctx->error_lock);
     }
-    convoy__log_debug("%s: %s", convoy_status_name(status), tls_error);
+    convoy__log_ctx(ctx, CONVOY__LOG_DEBUG, "%s: %s", convoy_status_name(status), tls_error);
     return status;
+}
+
+int convoy__log_level(const convoy_context_t *ctx)
+{
+    return ctx != NULL ? ctx->params.log_level
+                       : atomic_load_explicit(&convoy__log_threshold, memory_order_relaxed);
 }
 
 const char *convoy_last_error(const convoy_context_t *ctx)
@@ -64,7 +70,7 @@ void convoy__log_impl(convoy__log_level_t level, const char *file, int line, con
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     /* One fprintf per line so that lines of concurrent threads do not interleave. */
-    if (convoy__log_threshold >= CONVOY__LOG_DEBUG)
+    if (atomic_load_explicit(&convoy__log_threshold, memory_order_relaxed) >= CONVOY__LOG_DEBUG)
         fprintf(stderr, "convoy %s (%s:%d): %s\n", level_names[level], file, line, msg);
     else
         fprintf(stderr, "convoy %s: %s\n", level_names[level], msg);

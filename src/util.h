@@ -5,6 +5,7 @@
 #define CONVOY_UTIL_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -39,20 +40,53 @@ typedef enum convoy__log_level {
     CONVOY__LOG_TRACE = 4,
 } convoy__log_level_t;
 
-extern int convoy__log_threshold; /* set at init from the parameter 'verbose' */
+/* The level for messages logged without a context: set by each convoy_init from its
+ * parameter 'verbose' (with several contexts, the last one started wins for these), read
+ * with one relaxed load. */
+extern _Atomic int convoy__log_threshold;
 
 void convoy__log_impl(convoy__log_level_t level, const char *file, int line, const char *fmt, ...)
     CONVOY__PRINTF(4, 5);
 
 #define convoy__log(level, ...)                                                                    \
     do {                                                                                           \
-        if (CONVOY__UNLIKELY((int)(level) <= convoy__log_threshold))                               \
+        if (CONVOY__UNLIKELY((int)(level) <=                                                       \
+                             atomic_load_explicit(&convoy__log_threshold, memory_order_relaxed)))  \
             convoy__log_impl((level), __FILE__, __LINE__, __VA_ARGS__);                            \
     } while (0)
 #define convoy__log_error(...) convoy__log(CONVOY__LOG_ERROR, __VA_ARGS__)
 #define convoy__log_warn(...) convoy__log(CONVOY__LOG_WARN, __VA_ARGS__)
 #define convoy__log_info(...) convoy__log(CONVOY__LOG_INFO, __VA_ARGS__)
 #define convoy__log_debug(...) convoy__log(CONVOY__LOG_DEBUG, __VA_ARGS__)
+
+/* The level of one context (its parameter 'verbose'), or the global one for NULL. */
+int convoy__log_level(const convoy_context_t *ctx);
+
+/* Log under ctx's own level (NULL: the global one). A function call per site, unlike
+ * convoy__log: meant for errors and decisions, not for hot paths. */
+#define convoy__log_ctx(ctx, level, ...)                                                           \
+    do {                                                                                           \
+        if ((int)(level) <= convoy__log_level(ctx))                                                \
+            convoy__log_impl((level), __FILE__, __LINE__, __VA_ARGS__);                            \
+    } while (0)
+
+/*
+ * Aggregated logging, after Open MPI's help-message aggregation: for one (ctx, key) the
+ * first message of a burst is printed; the repeats are counted, and one line "... and N
+ * more like it: <first>" is printed when the next one comes after a pause of
+ * CONVOY__LOG_REPEAT_GAP_NS (the burst has ended) or at convoy__log_repeat_flush. key
+ * names the kind of message ("task failed"); compared as a string. Thread-safe; never
+ * allocates (when its fixed table is full, messages are printed one by one).
+ */
+#define convoy__log_repeat(ctx, key, level, ...)                                                   \
+    convoy__log_repeat_impl((ctx), (key), (level), __FILE__, __LINE__, __VA_ARGS__)
+void convoy__log_repeat_impl(const convoy_context_t *ctx, const char *key,
+                             convoy__log_level_t level, const char *file, int line, const char *fmt,
+                             ...) CONVOY__PRINTF(6, 7);
+/* Print the summary of every open burst of ctx (NULL: of all contexts) and forget them:
+ * convoy_wait and convoy_fini call it, so that a count is never lost. */
+void convoy__log_repeat_flush(const convoy_context_t *ctx);
+#define CONVOY__LOG_REPEAT_GAP_NS 1000000000ull
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t convoy__now_ns(void)

@@ -27,17 +27,25 @@ static void init_fails(const char *const *presets, convoy_status_t want)
     ck_assert_ptr_eq(ctx, SENTINEL);
 }
 
+/* A preset of an unknown component name is refused at once, with a message naming the
+ * value, the preset and what is allowed. */
+static void preset_fails(const char *name, const char *value)
+{
+    convoy_param_preset_clear();
+    ck_assert_int_eq(convoy_param_preset(name, value), CONVOY_ERR_NOT_FOUND);
+}
+
 START_TEST(unknown_sched)
 {
-    /* Proves: an unknown scheduler, from a preset, CONVOY_SCHED or --convoy-sched, is
-     * CONVOY_ERR_NOT_FOUND with a message naming it and listing fifo and batch. */
-    init_fails((const char *const[]){"devices", "host", "sched", "fastest", NULL},
-               CONVOY_ERR_NOT_FOUND);
-    tu_assert_error_has(NULL, "'fastest'", "fifo", "batch");
+    /* Proves: an unknown scheduler is CONVOY_ERR_NOT_FOUND with a message naming it, its
+     * source and listing fifo and batch: from a preset at convoy_param_preset, from
+     * CONVOY_SCHED or --convoy-sched at convoy_init. */
+    preset_fails("sched", "fastest");
+    tu_assert_error_has(NULL, "'fastest'", "'sched'", "fifo, batch");
 
     setenv("CONVOY_SCHED", "FIFO", 1);
     init_fails((const char *const[]){"devices", "host", NULL}, CONVOY_ERR_NOT_FOUND);
-    tu_assert_error_has(NULL, "'FIFO'", "sched", "fifo, batch");
+    tu_assert_error_has(NULL, "'FIFO'", "sched", "fifo, batch", "CONVOY_SCHED");
     unsetenv("CONVOY_SCHED");
 
     char *args[] = {"prog", "--convoy-sched", "", NULL};
@@ -47,7 +55,7 @@ START_TEST(unknown_sched)
     convoy_context_t *ctx = SENTINEL;
     ck_assert_int_eq(convoy_init(&argc, &argv, &ctx), CONVOY_ERR_NOT_FOUND);
     ck_assert_ptr_eq(ctx, SENTINEL);
-    tu_assert_error_has(NULL, "fifo", "batch");
+    tu_assert_error_has(NULL, "fifo", "batch", "option --convoy-sched");
 }
 END_TEST
 
@@ -71,15 +79,21 @@ START_TEST(unknown_device)
 {
     /* Proves: an unknown device name, alone, in a list or excluded, is
      * CONVOY_ERR_NOT_FOUND with a message naming it and listing the devices. */
-    const char *specs[] = {"gpu", "host,gpu", "^gpu", "sim,^gpu", "cuda0", "Sim"};
-    const char *bad[] = {"'gpu'", "'gpu'", "'gpu'", "'gpu'", "'cuda0'", "'Sim'"};
-    for (int i = 0; i < 6; i++) {
-        init_fails((const char *const[]){"devices", specs[i], NULL}, CONVOY_ERR_NOT_FOUND);
+    const char *specs[] = {"gpu", "host,gpu", "^gpu", "sim,^gpu", "cuda0", "Sim", "^"};
+    const char *bad[] = {"'gpu'", "'gpu'", "'gpu'", "'gpu'", "'cuda0'", "'Sim'", "''"};
+    for (int i = 0; i < 7; i++) {
+        /* At the preset already (the name is checked where it is given)... */
+        preset_fails("devices", specs[i]);
         tu_assert_error_has(NULL, bad[i], "devices", "sim", "host");
+        /* ...and from the environment at init, naming the variable. */
+        setenv("CONVOY_DEVICES", specs[i], 1);
+        init_fails(NULL, CONVOY_ERR_NOT_FOUND);
+        tu_assert_error_has(NULL, bad[i], "devices", "sim", "host", "CONVOY_DEVICES");
+        unsetenv("CONVOY_DEVICES");
     }
 #if !CONVOY_HAVE_CUDA
     /* A backend that is not built is unknown too. */
-    init_fails((const char *const[]){"devices", "cuda", NULL}, CONVOY_ERR_NOT_FOUND);
+    preset_fails("devices", "cuda");
     tu_assert_error_has(NULL, "'cuda'", "sim", "host");
 #endif
 }
@@ -215,12 +229,15 @@ static void warm_up(void)
 static const struct {
     const char *const presets[12];
     convoy_status_t status;
+    const char *env[2]; /* a variable to set for the init that fails (names are checked
+                           at the preset: a bad one given there would not reach init) */
 } failures[] = {
-    {{"devices", "host", "sched", "nope", NULL}, CONVOY_ERR_NOT_FOUND},
-    {{"devices", "nope", NULL}, CONVOY_ERR_NOT_FOUND},
-    {{"devices", "sim", "sim_count", "0", NULL}, CONVOY_ERR_UNAVAILABLE},
+    {{"devices", "host", NULL}, CONVOY_ERR_NOT_FOUND, {"CONVOY_SCHED", "nope"}},
+    {{NULL}, CONVOY_ERR_NOT_FOUND, {"CONVOY_DEVICES", "nope"}},
+    {{"devices", "sim", "sim_count", "0", NULL}, CONVOY_ERR_UNAVAILABLE, {NULL, NULL}},
     {{"devices", "sim", "sched", "batch", "sim_count", "3", "copy_method", "sm", NULL},
-     CONVOY_ERR_UNAVAILABLE},
+     CONVOY_ERR_UNAVAILABLE,
+     {NULL, NULL}},
 };
 
 START_TEST(failed_init_leaves_nothing)
@@ -231,7 +248,11 @@ START_TEST(failed_init_leaves_nothing)
     warm_up();
     int before = tu_thread_count();
     for (int round = 0; round < 20; round++) {
+        if (failures[_i].env[0] != NULL)
+            setenv(failures[_i].env[0], failures[_i].env[1], 1);
         init_fails(failures[_i].presets, failures[_i].status);
+        if (failures[_i].env[0] != NULL)
+            unsetenv(failures[_i].env[0]);
         ck_assert_int_eq(tu_thread_count(), before);
         convoy_context_t *ctx = tu_init(
             (const char *const[]){"devices", "sim", "sim_count", "2", "nthreads", "2", NULL});

@@ -39,20 +39,22 @@ static const bad_value_t bad_values[] = {
     {"nthreads", "3.5", "is not an integer"},
     {"nthreads", BELOW, "is out of range"},
     {"nthreads", ABOVE, "is out of range"},
-    {"nthreads", "99999999999999999999", "is not an integer"},
+    {"nthreads", "99999999999999999999", "is out of range"},
+    {"nthreads", "9223372036854775808", "is out of range"}, /* 2^63 */
     {"max_inflight", BELOW, "is out of range"},
     {"max_inflight", ABOVE, "is out of range"},
     /* SIZE: negative, unknown unit, trailing garbage, overflow, out of range */
     {"batch_max_bytes", "-5", "is negative"},
     {"batch_max_bytes", "-0", "is negative"},
     {"batch_max_bytes", "5X", "has an unknown unit"},
-    {"batch_max_bytes", "5T", "has an unknown unit"},
+    {"batch_max_bytes", "5E", "has an unknown unit"},
     {"batch_max_bytes", "4Ki", "has an unknown unit"},
     {"batch_max_bytes", "4KiBx", "has an unknown unit"},
     {"batch_max_bytes", "4 K", "has an unknown unit"},
     {"batch_max_bytes", "K", "is not a size"},
     {"batch_max_bytes", "", "is not a size"},
-    {"batch_max_bytes", "18446744073709551616", "is not a size"},
+    {"batch_max_bytes", "18446744073709551616", "is out of range"},
+    {"batch_max_bytes", "2P", "is out of range"},
     {"batch_max_bytes", "17179869184G", "is out of range"},
     {"batch_max_bytes", BELOW, "is out of range"},
     {"batch_max_bytes", ABOVE, "is out of range"},
@@ -133,7 +135,7 @@ static void assert_bad_message(const bad_value_t *b, const char *text, const cha
     const char *msg = convoy_last_error(NULL);
     ck_assert_msg(
         strstr(msg, name) && strstr(msg, quoted) && strstr(msg, b->why) && strstr(msg, allowed) &&
-            (def->type != CONVOY__PARAM_SIZE || strstr(msg, "K, M or G")) &&
+            (def->type != CONVOY__PARAM_SIZE || strstr(msg, "K, M, G, T or P")) &&
             (where == NULL || strstr(msg, where)),
         "%s=%s: message \"%s\" should name %s, %s, say \"%s\", allow \"%s\"%s%s", b->name, text,
         msg, name, quoted, b->why, allowed, where ? " and name " : "", where ? where : "");

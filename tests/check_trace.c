@@ -448,7 +448,7 @@ START_TEST(unwritable_path)
     }
     /* A failure later in init removes the temporary file too. */
     snprintf(path, sizeof(path), "%s/x.json", dir);
-    const char *presets[] = {"devices", "host", "sched", "no-such-sched", "trace", path, NULL};
+    const char *presets[] = {"devices", "sim", "sim_count", "0", "trace", path, NULL};
     tu_set_presets(presets);
     convoy_context_t *ctx = NULL;
     ck_assert_int_ne(convoy_init(NULL, NULL, &ctx), CONVOY_SUCCESS);

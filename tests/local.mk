@@ -16,7 +16,8 @@ convoy_check_suites = \
 	tests/check_coherence \
 	tests/check_batch \
 	tests/check_plan \
-	tests/check_gpumem
+	tests/check_gpumem \
+	tests/check_robust
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -59,6 +60,10 @@ tests_check_plan_LDADD = $(convoy_check_ldadd)
 tests_check_gpumem_SOURCES = tests/check_gpumem.c $(convoy_check_util)
 tests_check_gpumem_CFLAGS = $(convoy_check_cflags)
 tests_check_gpumem_LDADD = $(convoy_check_ldadd)
+
+tests_check_robust_SOURCES = tests/check_robust.c $(convoy_check_util)
+tests_check_robust_CFLAGS = $(convoy_check_cflags)
+tests_check_robust_LDADD = $(convoy_check_ldadd)
 endif
 
 if HAVE_CUDA
@@ -97,6 +102,17 @@ tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
 EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+
+# Host allocation failure, each allocation in turn (tests/failalloc.sh): a preloaded
+# malloc wrapper (a libtool module, never installed) and the program it drives.
+check_LTLIBRARIES = tests/failalloc.la
+tests_failalloc_la_SOURCES = tests/failalloc.c
+tests_failalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_failalloc_la_LIBADD = -ldl
+check_PROGRAMS += tests/failalloc_run
+tests_failalloc_run_SOURCES = tests/failalloc_run.c
+TESTS += tests/failalloc.sh
+EXTRA_DIST += tests/failalloc.sh
 
 # make stress: the random suites over many seeds for a bounded time (tests/stress.sh;
 # STRESS_SECONDS=120 by default). CI runs it in its sanitizer phases.

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Proves that every host allocation convoy makes in convoy_init, a small CPU task graph
+# (fifo and batch, with a trace written or not) and convoy_fini can fail in turn
+# without a crash, an abort or a hang, each call returning success or
+# CONVOY_ERR_NOMEM (tests/failalloc_run.c says how).
+# Skipped (77) in sanitizer builds: ASan and TSan intercept malloc, so the preloaded
+# wrapper (tests/failalloc.c) would not see convoy's allocations.
+#   tests/failalloc.sh [failalloc_run options]   e.g. --devices sim --all
+set -u
+run=${FAILALLOC_RUN:-tests/failalloc_run}
+so=${FAILALLOC_SO:-tests/.libs/failalloc.so}
+"$run" --check-build || exit 77
+if [ ! -f "$so" ]; then
+    echo "failalloc.sh: $so is not built"
+    exit 99
+fi
+case $so in /*) ;; *) so=$PWD/$so ;; esac
+if [ $# -gt 0 ]; then
+    LD_PRELOAD=$so exec "$run" "$@"
+fi
+status=0
+for sched in fifo batch; do
+    LD_PRELOAD=$so "$run" --devices host --sched "$sched" || status=1
+done
+LD_PRELOAD=$so "$run" --devices host --sched fifo --all || status=1
+LD_PRELOAD=$so "$run" --devices host --sched batch --trace || status=1
+# hwloc's first allocation (in hwloc_topology_init) failing is CONVOY_ERR_NOMEM too;
+# hwloc itself does not survive every later one, so only that one is failed.
+CONVOY_TEST_FAIL_ALLOC_SCOPE=libhwloc LD_PRELOAD=$so "$run" --only 1 || status=1
+exit $status
