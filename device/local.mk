@@ -30,7 +30,10 @@ libconvoy_internal_la_SOURCES += \
 if HAVE_CUDA
 libconvoy_internal_la_SOURCES += \
 	device/cuda/device_cuda.c \
+	device/cuda/cuda_params.c \
+	device/cuda/cuda_err.c \
 	device/cuda/cuda_mem.c \
+	device/cuda/cuda_stream.c \
 	device/cuda/cuda_copy.c \
 	device/cuda/cuda_hostmem.c \
 	device/cuda/cuda_copy_kernel.cu
@@ -40,12 +43,19 @@ EXTRA_DIST += device/cuda/cuda_copy_kernel.cu
 noinst_HEADERS += \
 	device/cuda/cuda_dev.h \
 	device/cuda/cuda_kernel.h \
-	device/hip/hip_dev.h
+	device/cuda/cuda_params.h \
+	device/hip/hip_dev.h \
+	device/hip/hip_params.h
 # nvcc objects get no automatic header dependencies (see Makefile.am).
 device/cuda/cuda_copy_kernel.lo: device/cuda/cuda_kernel.h
 
 if HAVE_HIP
 libconvoy_internal_la_SOURCES += \
 	device/hip/device_hip.c \
+	device/hip/hip_params.c \
+	device/hip/hip_err.c \
+	device/hip/hip_mem.c \
+	device/hip/hip_stream.c \
+	device/hip/hip_copy.c \
 	device/hip/hip_hostmem.c
 endif
