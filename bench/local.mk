@@ -12,8 +12,14 @@ if HAVE_CUDA
 bench_tiny_tasks_SOURCES += bench/tiny_tasks_cuda.cu
 bench_mixed_latency_SOURCES += bench/mixed_latency_cuda.cu
 
+# Their .cu files call the CUDA runtime, which libconvoy does not bring when the CUDA
+# component is a module.
+bench_tiny_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+bench_mixed_latency_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+
 noinst_PROGRAMS += bench/copy_paths
 bench_copy_paths_SOURCES = bench/copy_paths.cu
+bench_copy_paths_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 # Never built: it only makes automake link a program without C sources with the C linker.
 nodist_EXTRA_bench_copy_paths_SOURCES = bench/copy_paths_linker.c
 endif

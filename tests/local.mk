@@ -16,6 +16,9 @@ convoy_check_suites = \
 	tests/check_batch \
 	tests/check_plan \
 	tests/check_gpumem
+if CONVOY_MODULES
+convoy_check_suites += tests/check_module
+endif
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -30,6 +33,23 @@ tests_check_param_LDADD = $(convoy_check_ldadd)
 tests_check_component_SOURCES = tests/check_component.c $(convoy_check_util)
 tests_check_component_CFLAGS = $(convoy_check_cflags)
 tests_check_component_LDADD = $(convoy_check_ldadd)
+
+tests_check_module_SOURCES = tests/check_module.c $(convoy_check_util)
+tests_check_module_CFLAGS = $(convoy_check_cflags)
+tests_check_module_LDADD = $(convoy_check_ldadd)
+
+# The module loader's test modules (tests/fake_module.c): one that loads, and one that
+# needs a function no library here defines, so that dlopen fails as it does for a module
+# whose vendor runtime is missing or too old.
+if CONVOY_MODULES
+check_LTLIBRARIES += tests/convoy_fakeok.la tests/convoy_fakegone.la
+convoy_fake_ldflags = -module -avoid-version -shared -rpath $(abs_builddir)/tests/nowhere
+tests_convoy_fakeok_la_SOURCES = tests/fake_module.c device/module_shim.c
+tests_convoy_fakeok_la_LDFLAGS = $(convoy_fake_ldflags)
+tests_convoy_fakegone_la_SOURCES = tests/fake_module.c device/module_shim.c
+tests_convoy_fakegone_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONVOY_FAKE_GONE=1
+tests_convoy_fakegone_la_LDFLAGS = $(convoy_fake_ldflags)
+endif
 
 tests_check_deps_SOURCES = tests/check_deps.c $(convoy_check_util)
 tests_check_deps_CFLAGS = $(convoy_check_cflags)
@@ -62,7 +82,9 @@ check_PROGRAMS += $(convoy_gpu_tests)
 TESTS += $(convoy_gpu_tests)
 
 tests_gpu_copy_SOURCES = tests/gpu_copy.c
+tests_gpu_copy_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 tests_gpu_tasks_SOURCES = tests/gpu_tasks.c bench/tiny_tasks_cuda.cu
+tests_gpu_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 # Never built: links the program with the C linker.
 nodist_EXTRA_tests_gpu_tasks_SOURCES = tests/gpu_tasks_linker.c
 endif

@@ -45,9 +45,9 @@ static const convoy__device_ops_t cuda_ops = {
  * only the toolkit's stub library cudaErrorStubLibrary (34), with a driver and no GPU
  * cudaErrorNoDevice (100): all mean "no CUDA here", as does any other error.
  */
-static int cuda_query(convoy_context_t *ctx, char *why, size_t why_len)
+static int cuda_query(const convoy__params_t *params, char *why, size_t why_len)
 {
-    (void)ctx;
+    (void)params;
     int n = 0;
     cudaError_t rc = cudaGetDeviceCount(&n);
     if (rc != cudaSuccess) {

@@ -36,9 +36,9 @@ static const convoy__device_ops_t hip_ops = {
 
 /* hipGetDeviceCount: hipErrorNoDevice (100, n set to 0) without a GPU; any error means
  * no HIP here. */
-static int hip_query(convoy_context_t *ctx, char *why, size_t why_len)
+static int hip_query(const convoy__params_t *params, char *why, size_t why_len)
 {
-    (void)ctx;
+    (void)params;
     int n = 0;
     hipError_t rc = hipGetDeviceCount(&n);
     if (rc != hipSuccess) {
