@@ -114,3 +114,8 @@ tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
 EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+
+# Stand-in vendor headers: .ci/test ports compiles device/cuda/ and device/hip/ against
+# them for each runtime version (tests/ports/check.sh).
+EXTRA_DIST += tests/ports/check.sh tests/ports/include/cuda_runtime_api.h \
+	tests/ports/include/nvtx3/nvToolsExt.h tests/ports/include/hip/hip_runtime_api.h
