@@ -7,15 +7,14 @@ noinst_PROGRAMS += bench/overhead bench/tiny_tasks bench/mixed_latency
 bench_overhead_SOURCES = bench/overhead.c
 bench_tiny_tasks_SOURCES = bench/tiny_tasks.c
 bench_mixed_latency_SOURCES = bench/mixed_latency.c
+# With CUDA, their .cu files call the CUDA runtime, which libconvoy does not bring when
+# the CUDA component is a module (CONVOY_CUDA_PROGRAM_LIBS is empty without CUDA).
+bench_tiny_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+bench_mixed_latency_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 
 if HAVE_CUDA
 bench_tiny_tasks_SOURCES += bench/tiny_tasks_cuda.cu
 bench_mixed_latency_SOURCES += bench/mixed_latency_cuda.cu
-
-# Their .cu files call the CUDA runtime, which libconvoy does not bring when the CUDA
-# component is a module.
-bench_tiny_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
-bench_mixed_latency_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 
 noinst_PROGRAMS += bench/copy_paths
 bench_copy_paths_SOURCES = bench/copy_paths.cu
