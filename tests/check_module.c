@@ -1,7 +1,7 @@
 /*
  * check_module: the loader of device modules (device/module.c) and the component
  * interface without a context: a module loads from module_dir and reaches libconvoy's
- * core services; a module that cannot load (missing file, missing dependency, not a
+ * core services; a module that cannot load (missing file, missing library, not a
  * module, another component's file) gives no component and a reason; the GPU
  * components of this build, when they are modules that cannot load, are unavailable
  * with the loader's reason while CPU tasks still run; selection honours priority.
@@ -65,15 +65,15 @@ END_TEST
 
 START_TEST(module_dependency_missing)
 {
-    /* Proves: a module that the dynamic loader cannot complete (a symbol no library
-     * defines, as when its vendor runtime is absent or too old) gives no component, with
-     * dlerror's text naming what is missing as the reason; asking again fails again
-     * (failures are not cached). */
+    /* Proves: a module whose dependency the dynamic loader cannot find (as a module
+     * whose vendor runtime is absent) gives no component, with dlerror's text naming
+     * the missing library as the reason; asking again fails again (failures are not
+     * cached). */
     char why[512];
     for (int round = 0; round < 2; round++) {
         ck_assert_ptr_null(get(test_modules, "fakegone", why, sizeof(why)));
         ck_assert_msg(strstr(why, "module not loaded") != NULL, "%s", why);
-        ck_assert_msg(strstr(why, "convoy_fake_gone") != NULL, "%s", why);
+        ck_assert_msg(strstr(why, "libconvoy_gone.so.0") != NULL, "%s", why);
     }
 }
 END_TEST

@@ -1,9 +1,8 @@
 /*
  * A device module for tests/check_component's loader tests (device/module.h): the
  * component "fakeok", which loads and answers through libconvoy's core services, or,
- * built with CONVOY_FAKE_GONE, "fakegone", which calls a function that no library
- * defines, so that dlopen (RTLD_NOW) fails, as for a module whose vendor runtime is
- * missing or lacks a function.
+ * built with CONVOY_FAKE_GONE, "fakegone", which needs libconvoy_gone.so.0, a library
+ * the dynamic loader does not find (as a module whose vendor runtime is missing).
  */
 #include "config.h"
 
@@ -12,7 +11,7 @@
 #include "device/module.h"
 
 #if CONVOY_FAKE_GONE
-int convoy_fake_gone(void); /* defined nowhere */
+int convoy_fake_gone(void); /* tests/fake_gone.c */
 #define FAKE_NAME "fakegone"
 #else
 #define FAKE_NAME "fakeok"
