@@ -49,11 +49,12 @@ static int own_path(char *buf, size_t len)
     Dl_info info;
     char real[PATH_MAX];
     if (dladdr((void *)convoy__module_dir, &info) != 0 && info.dli_fname != NULL &&
-        strchr(info.dli_fname, '/') != NULL && realpath(info.dli_fname, real) != NULL) {
+        info.dli_fname[0] == '/' && realpath(info.dli_fname, real) != NULL) {
         snprintf(buf, len, "%s", real);
         return 0;
     }
-    /* The main program: dladdr gives its name as started, maybe without a folder. */
+    /* The main program: dladdr gives its name as started (relative to a folder the
+     * program may have left, or without one); the kernel knows the file. */
     ssize_t n = readlink("/proc/self/exe", real, sizeof(real) - 1);
     if (n <= 0)
         return -1;
@@ -65,12 +66,15 @@ static int own_path(char *buf, size_t len)
 /*
  * Whether this code runs from the build folder: libconvoy.so in BUILD/.libs, or a
  * program in BUILD/tests, BUILD/tools, ... (or their .libs). An installed copy lives
- * elsewhere, even when the prefix is inside the build folder (BUILD/inst/lib).
+ * elsewhere, even when the prefix is inside the build folder (BUILD/inst/lib). Leaves
+ * the build folder's resolved name in build (PATH_MAX bytes).
  */
-static int in_build_tree(void)
+static int in_build_tree(char *build)
 {
     char path[PATH_MAX];
-    if (own_path(path, sizeof(path)) != 0)
+    /* Both as the kernel resolves them: the build folder's name may go through a
+     * symbolic link. */
+    if (own_path(path, sizeof(path)) != 0 || realpath(CONVOY__ABS_BUILDDIR, build) == NULL)
         return 0;
     char *slash = strrchr(path, '/');
     if (slash == NULL)
@@ -79,22 +83,23 @@ static int in_build_tree(void)
     size_t n = strlen(path);
     if (n >= 6 && strcmp(path + n - 6, "/.libs") == 0)
         path[n - 6] = '\0';
-    if (strcmp(path, CONVOY__ABS_BUILDDIR) == 0)
+    if (strcmp(path, build) == 0)
         return 1;
     slash = strrchr(path, '/');
     if (slash == NULL)
         return 0;
     *slash = '\0';
-    return strcmp(path, CONVOY__ABS_BUILDDIR) == 0;
+    return strcmp(path, build) == 0;
 }
 
 const char *convoy__module_dir(const convoy__params_t *params, char *buf, size_t len)
 {
     const char *dir = params != NULL ? convoy__param_str(params, "module_dir") : NULL;
+    char build[PATH_MAX];
     if (dir != NULL && dir[0] != '\0')
         snprintf(buf, len, "%s", dir);
-    else if (in_build_tree())
-        snprintf(buf, len, "%s/device/.libs", CONVOY__ABS_BUILDDIR);
+    else if (in_build_tree(build))
+        snprintf(buf, len, "%s/device/.libs", build);
     else
         snprintf(buf, len, "%s", CONVOY__PKGLIBDIR);
     return buf;

@@ -184,6 +184,23 @@ START_TEST(query_without_context)
 }
 END_TEST
 
+START_TEST(module_dir_default)
+{
+    /* Proves: without module_dir, code run from the build folder (this test) looks in
+     * the build folder's device/.libs, where make puts the modules; with it, there. */
+    char dir[PATH_MAX], want[PATH_MAX + 16], here[PATH_MAX];
+    convoy__params_t params;
+    load_params(&params, NULL);
+    ck_assert_ptr_nonnull(realpath(".", here));
+    snprintf(want, sizeof(want), "%s/device/.libs", here);
+    ck_assert_str_eq(convoy__module_dir(&params, dir, sizeof(dir)), want);
+    convoy__params_free(&params);
+    load_params(&params, (const char *const[]){"module_dir", "/opt/x", NULL});
+    ck_assert_str_eq(convoy__module_dir(&params, dir, sizeof(dir)), "/opt/x");
+    convoy__params_free(&params);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("module");
@@ -191,6 +208,7 @@ static Suite *suite(void)
     tcase_add_test(tc, module_loads);
     tcase_add_test(tc, module_dependency_missing);
     tcase_add_test(tc, module_missing_or_bad);
+    tcase_add_test(tc, module_dir_default);
     tc = tu_tcase(s, "components", 30);
     tcase_add_test(tc, gpu_modules_unloadable);
     tcase_add_test(tc, query_without_context);
