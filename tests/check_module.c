@@ -160,14 +160,16 @@ END_TEST
 START_TEST(query_without_context)
 {
     /* Proves: every device component answers query() from parameters alone (no
-     * context): sim counts sim_count, host its workers with the reason, and the registry
-     * lists host last by priority. */
+     * context): sim counts sim_count, host its workers with the reason; the registry
+     * (what convoy-info lists) is in decreasing priority, host last. */
     char why[256];
     convoy__params_t params;
     load_params(&params, (const char *const[]){"sim_count", "2", "nthreads", "3", NULL});
     int host_prio = 0, min_other = INT_MAX;
     for (int i = 0; convoy__device_components[i] != NULL; i++) {
         const convoy__device_component_t *c = convoy__device_components[i];
+        if (i > 0)
+            ck_assert_int_ge(convoy__device_components[i - 1]->priority, c->priority);
         why[0] = '\0';
         int n = c->query(&params, why, sizeof(why));
         if (c->kind == CONVOY_DEVICE_SIM)
