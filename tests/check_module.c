@@ -100,8 +100,63 @@ START_TEST(module_missing_or_bad)
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_ptr_null(get(dir, "other", why, sizeof(why)));
     ck_assert_msg(strstr(why, "not that of this component") != NULL, "%s", why);
+    /* A shared object without the descriptor. */
+    snprintf(cmd, sizeof(cmd), "cp '%s/libconvoy_gone.so.0' '%s/convoy_nosym.so'", test_modules,
+             dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_ptr_null(get(dir, "nosym", why, sizeof(why)));
+    ck_assert_msg(strstr(why, "has no symbol " CONVOY__MODULE_SYMBOL) != NULL, "%s", why);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);
+
+    /* A module of another build. */
+    ck_assert_ptr_null(get(test_modules, "fakeother", why, sizeof(why)));
+    ck_assert_msg(strstr(why, "another build") && strstr(why, "0.0.0-another-build") &&
+                      strstr(why, PACKAGE_VERSION),
+                  "%s", why);
+}
+END_TEST
+
+START_TEST(module_table_full)
+{
+    /* Proves: once the loader's table is full (copies of one module in as many
+     * folders), the next module is refused with a reason, and those loaded stay usable. */
+    char why[512], cmd[3 * PATH_MAX], dirs[12][32];
+    int loaded_n = 0, refused = 0;
+    for (int i = 0; i < 12 && !refused; i++) {
+        snprintf(dirs[i], sizeof(dirs[i]), "/tmp/convoy_modXXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(dirs[i]));
+        snprintf(cmd, sizeof(cmd), "cp '%s/convoy_fakeok.so' '%s/'", test_modules, dirs[i]);
+        ck_assert_int_eq(system(cmd), 0);
+        if (get(dirs[i], "fakeok", why, sizeof(why)) != NULL)
+            loaded_n++;
+        else {
+            ck_assert_msg(strstr(why, "modules are loaded already") != NULL, "%s", why);
+            refused = 1;
+        }
+    }
+    ck_assert_msg(refused, "12 modules loaded: the table has no bound");
+    ck_assert_int_ge(loaded_n, 1);
+    ck_assert_ptr_nonnull(get(dirs[0], "fakeok", why, sizeof(why)));
+    for (int i = 0; i <= loaded_n; i++) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dirs[i]);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
+START_TEST(module_open_fails)
+{
+    /* Proves: opening a device of a module that cannot load is CONVOY_ERR_UNAVAILABLE,
+     * recorded in the context with the component's name and the loader's reason. */
+    convoy_context_t *ctx = tu_init((const char *const[]){
+        "devices", "host", "module_dir", "/nonexistent/convoy", "nthreads", "1", NULL});
+    convoy__device_t *dev = NULL;
+    ck_assert_int_eq(convoy__module_open("fakeok", ctx, 0, 0, &dev), CONVOY_ERR_UNAVAILABLE);
+    ck_assert_ptr_null(dev);
+    tu_assert_error_has(ctx, "device fakeok", "/nonexistent/convoy/convoy_fakeok.so",
+                        "cannot open shared object file");
+    convoy_fini(ctx);
 }
 END_TEST
 
@@ -127,13 +182,13 @@ START_TEST(gpu_modules_unloadable)
             continue;
         why[0] = '\0';
         ck_assert_int_eq(c->query(&params, why, sizeof(why)), 0);
-        ck_assert_msg(strstr(why, "module not loaded") && strstr(why, "/nonexistent/convoy"),
+        ck_assert_msg(strstr(why, "not loaded") && strstr(why, "/nonexistent/convoy"),
                       "%s: %s", c->name, why);
         tu_set_presets(
             (const char *const[]){"module_dir", "/nonexistent/convoy", "devices", c->name, NULL});
         convoy_context_t *ctx = NULL;
         ck_assert_int_eq(convoy_init(NULL, NULL, &ctx), CONVOY_ERR_UNAVAILABLE);
-        tu_assert_error_has(NULL, c->name, "module not loaded");
+        tu_assert_error_has(NULL, c->name, "not loaded");
     }
     convoy__params_free(&params);
 
@@ -211,6 +266,8 @@ static Suite *suite(void)
     tcase_add_test(tc, module_dependency_missing);
     tcase_add_test(tc, module_missing_or_bad);
     tcase_add_test(tc, module_dir_default);
+    tcase_add_test(tc, module_open_fails);
+    tcase_add_test(tc, module_table_full); /* last: it fills the table (CK_FORK=no) */
     tc = tu_tcase(s, "components", 30);
     tcase_add_test(tc, gpu_modules_unloadable);
     tcase_add_test(tc, query_without_context);

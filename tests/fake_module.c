@@ -2,7 +2,8 @@
  * A device module for tests/check_component's loader tests (device/module.h): the
  * component "fakeok", which loads and answers through libconvoy's core services, or,
  * built with CONVOY_FAKE_GONE, "fakegone", which needs libconvoy_gone.so.0, a library
- * the dynamic loader does not find (as a module whose vendor runtime is missing).
+ * the dynamic loader does not find (as a module whose vendor runtime is missing), or,
+ * with CONVOY_FAKE_OTHER_BUILD, "fakeother", whose descriptor names another version.
  */
 #include "config.h"
 
@@ -13,6 +14,8 @@
 #if CONVOY_FAKE_GONE
 int convoy_fake_gone(void); /* tests/fake_gone.c */
 #define FAKE_NAME "fakegone"
+#elif CONVOY_FAKE_OTHER_BUILD
+#define FAKE_NAME "fakeother"
 #else
 #define FAKE_NAME "fakeok"
 #endif
@@ -49,7 +52,11 @@ static const convoy__device_component_t fake_component = {
 
 const convoy__device_module_t convoy__device_module = {
     .abi = CONVOY__MODULE_ABI,
+#if CONVOY_FAKE_OTHER_BUILD
+    .version = "0.0.0-another-build", /* what a module of another convoy would say */
+#else
     .version = PACKAGE_VERSION,
+#endif
     .component = &fake_component,
     .bind = convoy__module_bind,
 };

@@ -38,13 +38,14 @@ tests_check_module_SOURCES = tests/check_module.c $(convoy_check_util)
 tests_check_module_CFLAGS = $(convoy_check_cflags)
 tests_check_module_LDADD = $(convoy_check_ldadd)
 
-# The module loader's test modules (tests/fake_module.c): "fakeok", which loads, and
-# "fakegone", which needs libconvoy_gone.so.0, a library the dynamic loader does not find
+# The module loader's test modules (tests/fake_module.c): "fakeok", which loads,
+# "fakeother", from another build, and "fakegone", which needs libconvoy_gone.so.0, a library the dynamic loader does not find
 # (as a module whose vendor runtime is missing): it is named to the linker inside -Wl,
 # where libtool does not see it, so libtool adds no run path to its build folder, and
 # the module's run path names a folder that does not exist.
 if CONVOY_MODULES
-check_LTLIBRARIES += tests/libconvoy_gone.la tests/convoy_fakeok.la tests/convoy_fakegone.la
+check_LTLIBRARIES += tests/libconvoy_gone.la tests/convoy_fakeok.la tests/convoy_fakegone.la \
+	tests/convoy_fakeother.la
 convoy_fake_ldflags = -module -avoid-version -shared -rpath $(abs_builddir)/tests/nowhere
 tests_libconvoy_gone_la_SOURCES = tests/fake_gone.c
 tests_libconvoy_gone_la_LDFLAGS = -rpath $(abs_builddir)/tests/nowhere
@@ -55,6 +56,10 @@ tests_convoy_fakegone_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONVOY_FAKE_GONE=1
 tests_convoy_fakegone_la_LDFLAGS = $(convoy_fake_ldflags) \
 	-Wl,-L,$(abs_builddir)/tests/.libs -Wl,--no-as-needed -Wl,-l:libconvoy_gone.so.0
 tests_convoy_fakegone_la_DEPENDENCIES = tests/libconvoy_gone.la
+# "fakeother": a module of another build (its descriptor's version differs).
+tests_convoy_fakeother_la_SOURCES = tests/fake_module.c device/module_shim.c
+tests_convoy_fakeother_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONVOY_FAKE_OTHER_BUILD=1
+tests_convoy_fakeother_la_LDFLAGS = $(convoy_fake_ldflags)
 endif
 
 tests_check_deps_SOURCES = tests/check_deps.c $(convoy_check_util)
