@@ -7,8 +7,9 @@
 #                      libconvoy loads where a vendor runtime is missing (doc/modules.md)
 #
 # Modules need shared libraries and dlopen: without either (--disable-shared, no
-# dlopen) the components are built in, with a notice. After LT_INIT, CONVOY_CHECK_CUDA
-# and CONVOY_CHECK_HIP.
+# dlopen) the components are built in, with a notice. A static libconvoy.a built beside
+# the shared library has the loader too: a program linked with it statically loads the
+# modules as well. After LT_INIT, CONVOY_CHECK_CUDA and CONVOY_CHECK_HIP.
 #
 # Results:
 #   CONVOY_HAVE_MODULES    config.h, 1 when the loader is built (with or without a GPU
@@ -17,7 +18,10 @@
 #   CONVOY_MODULE_LDFLAGS  linker flags for modules: -Wl,-z,defs where the linker has it,
 #                          so that a module naming a symbol it does not carry fails to
 #                          link rather than to load
-#   DL_LIBS                -ldl where dlopen is not in libc (added to LIBS too)
+#   DL_LIBS                -ldl where dlopen is not in libc
+#   CONVOY_DEVICE_PRIVATE_LIBS  what a static link of libconvoy needs for its devices
+#                          (convoy.pc's Libs.private): DL_LIBS with modules, else the
+#                          CUDA and HIP runtimes' link flags
 AC_DEFUN([CONVOY_CHECK_MODULES], [
 AC_REQUIRE([LT_INIT])
 AC_ARG_ENABLE([modules],
@@ -54,11 +58,16 @@ AS_IF([test "$convoy_modules" = yes], [
     LDFLAGS=$convoy_save_LDFLAGS
 ])
 
-AS_IF([test "$convoy_modules" = yes], [convoy_have_modules=1], [convoy_have_modules=0])
+AS_IF([test "$convoy_modules" = yes],
+    [convoy_have_modules=1
+     CONVOY_DEVICE_PRIVATE_LIBS=$DL_LIBS],
+    [convoy_have_modules=0
+     CONVOY_DEVICE_PRIVATE_LIBS=`echo $CUDA_LDFLAGS $CUDA_LIBS $HIP_LDFLAGS $HIP_LIBS`])
 AC_DEFINE_UNQUOTED([CONVOY_HAVE_MODULES], [$convoy_have_modules],
     [Define to 1 when the GPU device components are modules loaded at run time, 0 when
      they are part of libconvoy.])
 AM_CONDITIONAL([CONVOY_MODULES], [test "$convoy_modules" = yes])
 AC_SUBST([CONVOY_MODULE_LDFLAGS])
 AC_SUBST([DL_LIBS])
+AC_SUBST([CONVOY_DEVICE_PRIVATE_LIBS])
 ])

@@ -175,8 +175,7 @@ const convoy__device_component_t *convoy__module_component(const char *name,
         convoy__log_info("device %s: module %s loaded", name, path);
     }
     pthread_mutex_unlock(&load_lock);
-    if (m == NULL)
-        convoy__log_info("device %s: %s", name, why);
+    /* A failure is logged by the caller, with its decision (src/component.c). */
     return m != NULL ? m->component : NULL;
 }
 
