@@ -13,21 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/cuda_params.h"
+#include "device/hip/hip_params.h"
+#include "device/module.h"
 #include "src/core.h"
 
 extern const convoy__device_component_t convoy__device_host;
 extern const convoy__device_component_t convoy__device_sim;
-#if CONVOY_HAVE_MODULES && (CONVOY_HAVE_CUDA || CONVOY_HAVE_HIP)
-#include "device/module.h"
-#endif
+/* A module's stand-in here, or the component itself when it is built in. */
 #if CONVOY_HAVE_CUDA && CONVOY_HAVE_MODULES
-#include "device/cuda/cuda_params.h"
 CONVOY__MODULE_STANDIN(cuda, CONVOY_DEVICE_CUDA, CONVOY__CUDA_PRIORITY);
 #elif CONVOY_HAVE_CUDA
 extern const convoy__device_component_t convoy__device_cuda;
 #endif
 #if CONVOY_HAVE_HIP && CONVOY_HAVE_MODULES
-#include "device/hip/hip_params.h"
 CONVOY__MODULE_STANDIN(hip, CONVOY_DEVICE_HIP, CONVOY__HIP_PRIORITY);
 #elif CONVOY_HAVE_HIP
 extern const convoy__device_component_t convoy__device_hip;
