@@ -9,6 +9,12 @@ bench_tiny_tasks_SOURCES = bench/tiny_tasks.c
 bench_mixed_latency_SOURCES = bench/mixed_latency.c
 bench_chains_SOURCES = bench/chains.c bench/rw_chores.c
 bench_evict_SOURCES = bench/evict.c bench/rw_chores.c
+# With CUDA, their .cu files call the CUDA runtime, which libconvoy does not bring when
+# the CUDA component is a module (CONVOY_CUDA_PROGRAM_LIBS is empty without CUDA).
+bench_tiny_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+bench_mixed_latency_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+bench_chains_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+bench_evict_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 
 if HAVE_CUDA
 bench_tiny_tasks_SOURCES += bench/tiny_tasks_cuda.cu
@@ -18,6 +24,7 @@ bench_evict_SOURCES += bench/rw_chores_cuda.cu
 
 noinst_PROGRAMS += bench/copy_paths
 bench_copy_paths_SOURCES = bench/copy_paths.cu
+bench_copy_paths_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 # Never built: it only makes automake link a program without C sources with the C linker.
 nodist_EXTRA_bench_copy_paths_SOURCES = bench/copy_paths_linker.c
 endif

@@ -8,6 +8,9 @@ AS_IF([test "x$convoy_have_cuda" = x1],
 AS_IF([test "x$convoy_have_hip" = x1],
     [convoy_sum_hip="yes, HIP $convoy_hip_version, batch copies: $convoy_have_hip_batch"],
     [convoy_sum_hip="no${convoy_hip_why:+ ($convoy_hip_why)}"])
+AS_IF([test "x$convoy_modules" = xyes],
+    [convoy_sum_modules="yes, in $libdir/convoy"],
+    [convoy_sum_modules="no, built into libconvoy${convoy_modules_why:+ ($convoy_modules_why)}"])
 AS_IF([test "x$convoy_have_check" = xyes],
     [convoy_sum_check=yes],
     [convoy_sum_check="no (the Check suites will not be built)"])
@@ -25,6 +28,7 @@ convoy $PACKAGE_VERSION configured:
   jansson       $convoy_sum_jansson
   CUDA          $convoy_sum_cuda
   HIP           $convoy_sum_hip
+  GPU modules   $convoy_sum_modules
 
 CONVOY_EOF
 ])

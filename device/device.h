@@ -136,16 +136,31 @@ typedef struct convoy__host_mem_ops {
     int (*is_pinned)(convoy_context_t *ctx, const void *ptr, size_t bytes);
 } convoy__host_mem_ops_t;
 
-/* A device component: one per folder under device/, exporting one of these. */
+/*
+ * A device component: one per folder under device/, exporting one of these.
+ *
+ * Selection (src/component.c) asks the components in decreasing priority order (host
+ * last, as Open MPI sorts its null component) and logs each decision at level 'info'.
+ * Where the component is a loadable module (doc/modules.md), libconvoy holds a stand-in
+ * with the same name, priority, kind, doc and parameters, whose query and open load the
+ * module first; a module that cannot load makes the component unavailable, with the
+ * loader's message as the reason. Devices opened from a module point at the module's
+ * own component (convoy__device_t.component), whose close and host_mem are the real ones.
+ */
 typedef struct convoy__device_component {
     const char *name;
-    int priority;                      /* higher is preferred for host memory services */
+    int priority; /* higher is asked (and opened) first; the first opened component with
+                     host_mem provides convoy_host_alloc's pinned memory */
     convoy_device_kind_t kind;         /* CONVOY_DEVICE_CPU for the host component */
     const char *doc;                   /* one line for convoy-info */
     const convoy__param_def_t *params; /* its parameters, NULL-name terminated; may be NULL */
-    /* How many devices this component can open here; 0 with a reason in why when none.
-     * Must not leave the process unable to fork (no CUDA context creation). */
-    int (*query)(convoy_context_t *ctx, char *why, size_t why_len);
+    /* How many devices this component can open with these parameters; 0 with a reason
+     * in why when none. Needs no context, so that convoy-info can ask without starting
+     * anything, and must leave the process able to fork: it may load a vendor library
+     * but creates no vendor context (cudaGetDeviceCount, not cudaSetDevice). */
+    int (*query)(const convoy__params_t *params, char *why, size_t why_len);
+    /* Opens device local_index of this component as the context's accelerator
+     * global_index. NULL for the host component, whose devices are the CPU workers. */
     convoy_status_t (*open)(convoy_context_t *ctx, int local_index, int global_index,
                             convoy__device_t **dev_p);
     /* Frees everything open() made; reports leaks at verbose level. Accepts NULL. */

@@ -4,6 +4,7 @@ EXTRA_DIST += \
 	README.md \
 	doc/guide.md \
 	doc/reference.md \
+	doc/modules.md \
 	doc/design.md \
 	doc/tracing.md \
 	doc/robustness.md \

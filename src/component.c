@@ -2,6 +2,10 @@
  * Components: the registry of schedulers and devices, and their selection at init.
  * Every decision is logged at level 'info' so that CONVOY_VERBOSE=info shows why a
  * component was or was not used.
+ *
+ * Device components are asked in decreasing priority (device.h); where CUDA and HIP are
+ * loadable modules (CONVOY_HAVE_MODULES), the registry holds libconvoy's stand-ins for
+ * them (device/module.h), which load the module when first queried.
  */
 #include "config.h"
 
@@ -9,14 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/cuda_params.h"
+#include "device/hip/hip_params.h"
+#include "device/module.h"
 #include "src/core.h"
 
 extern const convoy__device_component_t convoy__device_host;
 extern const convoy__device_component_t convoy__device_sim;
-#if CONVOY_HAVE_CUDA
+/* A module's stand-in here, or the component itself when it is built in. */
+#if CONVOY_HAVE_CUDA && CONVOY_HAVE_MODULES
+CONVOY__MODULE_STANDIN(cuda, CONVOY_DEVICE_CUDA, CONVOY__CUDA_PRIORITY);
+#elif CONVOY_HAVE_CUDA
 extern const convoy__device_component_t convoy__device_cuda;
 #endif
-#if CONVOY_HAVE_HIP
+#if CONVOY_HAVE_HIP && CONVOY_HAVE_MODULES
+CONVOY__MODULE_STANDIN(hip, CONVOY_DEVICE_HIP, CONVOY__HIP_PRIORITY);
+#elif CONVOY_HAVE_HIP
 extern const convoy__device_component_t convoy__device_hip;
 #endif
 
@@ -26,7 +38,7 @@ const convoy__sched_component_t *const convoy__sched_components[] = {
     NULL,
 };
 
-/* Accelerators first, by preference; host last. */
+/* In the order convoy-info lists them; selection sorts them by priority. */
 const convoy__device_component_t *const convoy__device_components[] = {
 #if CONVOY_HAVE_CUDA
     &convoy__device_cuda,
@@ -94,10 +106,31 @@ static convoy_status_t open_component(convoy_context_t *ctx, const convoy__devic
             return st;
         ctx->accel[ctx->naccel++] = dev;
         convoy__log_info("device %s opened", dev->name);
+        /* dev->component: a module's own component, whose host_mem is the real one. */
+        if (dev->component->host_mem != NULL && ctx->host_mem == NULL) {
+            ctx->host_mem = dev->component->host_mem;
+            convoy__log_info("device %s: its component provides pinned host memory "
+                             "(convoy_host_alloc)",
+                             dev->name);
+        }
     }
-    if (c->host_mem != NULL && ctx->host_mem == NULL)
-        ctx->host_mem = c->host_mem;
     return CONVOY_SUCCESS;
+}
+
+/* The registry's indexes by decreasing priority (stable: equal priorities keep their
+ * registry order). */
+static void by_priority(int *order, int n)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && convoy__device_components[order[j]]->priority >
+                                     convoy__device_components[order[j - 1]]->priority;
+             j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
 }
 
 convoy_status_t convoy__select_devices(convoy_context_t *ctx)
@@ -109,9 +142,10 @@ convoy_status_t convoy__select_devices(convoy_context_t *ctx)
     char names[256];
     list_names(0, names, sizeof(names));
     /* wanted[i]: 1 asked for explicitly, 0 not asked for, -1 excluded. */
-    int *wanted = calloc((size_t)n, sizeof(int));
+    int *wanted = calloc((size_t)n * 2, sizeof(int));
     if (wanted == NULL)
         return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory");
+    int *order = wanted + n;
     int explicit_list = 0, auto_mode = strcmp(spec, "auto") == 0 || spec[0] == '\0';
     convoy_status_t st = CONVOY_SUCCESS;
     for (const char *p = spec; !auto_mode && *p != '\0';) {
@@ -138,30 +172,50 @@ convoy_status_t convoy__select_devices(convoy_context_t *ctx)
         p += len + (p[len] == ',');
     }
 
+    by_priority(order, n);
+    const convoy__params_t *params = &ctx->params;
     int real_accel = 0;
-    for (int i = 0; i < n; i++) {
+    for (int k = 0; k < n; k++) {
+        int i = order[k];
         const convoy__device_component_t *c = convoy__device_components[i];
-        if (c->kind == CONVOY_DEVICE_CPU || wanted[i] < 0)
+        char why[256] = "";
+        if (c->kind == CONVOY_DEVICE_CPU) {
+            c->query(params, why, sizeof(why));
+            convoy__log_info("device %s (priority %d) used%s: %s", c->name, c->priority,
+                             wanted[i] < 0 ? " although excluded (the CPU workers always run)" : "",
+                             why);
             continue;
+        }
+        if (wanted[i] < 0) {
+            convoy__log_info("device %s (priority %d) not used: excluded by devices='%s'", c->name,
+                             c->priority, spec);
+            continue;
+        }
         int sim = c->kind == CONVOY_DEVICE_SIM;
         /* Without an explicit list, every real accelerator is used and sim only when
          * there is none; with a list, exactly what it names. */
-        int asked = explicit_list ? wanted[i] > 0 : !sim;
-        if (!asked && !(sim && !explicit_list))
+        if (explicit_list && wanted[i] == 0) {
+            convoy__log_info("device %s (priority %d) not used: not named by devices='%s'", c->name,
+                             c->priority, spec);
             continue;
-        if (sim && !explicit_list && real_accel > 0)
+        }
+        if (sim && !explicit_list && real_accel > 0) {
+            convoy__log_info("device %s (priority %d) not used: %d real accelerator(s) are",
+                             c->name, c->priority, real_accel);
             continue;
-        char why[256] = "";
-        int count = c->query(ctx, why, sizeof(why));
+        }
+        int count = c->query(params, why, sizeof(why));
         if (count <= 0) {
             if (explicit_list) {
                 st = convoy__error(NULL, CONVOY_ERR_UNAVAILABLE,
                                    "device '%s' was asked for but cannot start: %s", c->name, why);
                 goto out;
             }
-            convoy__log_info("device %s not used: %s", c->name, why);
+            convoy__log_info("device %s (priority %d) not used: %s", c->name, c->priority, why);
             continue;
         }
+        convoy__log_info("device %s (priority %d) selected: %d device(s)", c->name, c->priority,
+                         count);
         if ((st = open_component(ctx, c, count)) != CONVOY_SUCCESS)
             goto out;
         if (!sim)

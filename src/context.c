@@ -156,8 +156,9 @@ err : {
     /* Keep the message through the teardown, which may record errors of its own. */
     char msg[1024];
     snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
+    /* The trace stays set while the threads stop (they read ctx->trace without a lock:
+     * clearing it here raced with a worker naming itself); it is discarded after. */
     convoy__trace_t *trace = ctx->trace;
-    ctx->trace = NULL;
     context_destroy(ctx);
     if (trace != NULL)
         convoy__trace_discard(trace);

@@ -18,6 +18,9 @@ convoy_check_suites = \
 	tests/check_plan \
 	tests/check_gpumem \
 	tests/check_robust
+if CONVOY_MODULES
+convoy_check_suites += tests/check_module
+endif
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -32,6 +35,34 @@ tests_check_param_LDADD = $(convoy_check_ldadd)
 tests_check_component_SOURCES = tests/check_component.c $(convoy_check_util)
 tests_check_component_CFLAGS = $(convoy_check_cflags)
 tests_check_component_LDADD = $(convoy_check_ldadd)
+
+tests_check_module_SOURCES = tests/check_module.c $(convoy_check_util)
+tests_check_module_CFLAGS = $(convoy_check_cflags)
+tests_check_module_LDADD = $(convoy_check_ldadd)
+
+# The module loader's test modules (tests/fake_module.c): "fakeok", which loads,
+# "fakeother", from another build, and "fakegone", which needs libconvoy_gone.so.0, a library the dynamic loader does not find
+# (as a module whose vendor runtime is missing): it is named to the linker inside -Wl,
+# where libtool does not see it, so libtool adds no run path to its build folder, and
+# the module's run path names a folder that does not exist.
+if CONVOY_MODULES
+check_LTLIBRARIES += tests/libconvoy_gone.la tests/convoy_fakeok.la tests/convoy_fakegone.la \
+	tests/convoy_fakeother.la
+convoy_fake_ldflags = -module -avoid-version -shared -rpath $(abs_builddir)/tests/nowhere
+tests_libconvoy_gone_la_SOURCES = tests/fake_gone.c
+tests_libconvoy_gone_la_LDFLAGS = -rpath $(abs_builddir)/tests/nowhere
+tests_convoy_fakeok_la_SOURCES = tests/fake_module.c device/module_shim.c
+tests_convoy_fakeok_la_LDFLAGS = $(convoy_fake_ldflags)
+tests_convoy_fakegone_la_SOURCES = tests/fake_module.c device/module_shim.c
+tests_convoy_fakegone_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONVOY_FAKE_GONE=1
+tests_convoy_fakegone_la_LDFLAGS = $(convoy_fake_ldflags) \
+	-Wl,-L,$(abs_builddir)/tests/.libs -Wl,--no-as-needed -Wl,-l:libconvoy_gone.so.0
+tests_convoy_fakegone_la_DEPENDENCIES = tests/libconvoy_gone.la
+# "fakeother": a module of another build (its descriptor's version differs).
+tests_convoy_fakeother_la_SOURCES = tests/fake_module.c device/module_shim.c
+tests_convoy_fakeother_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONVOY_FAKE_OTHER_BUILD=1
+tests_convoy_fakeother_la_LDFLAGS = $(convoy_fake_ldflags)
+endif
 
 tests_check_deps_SOURCES = tests/check_deps.c $(convoy_check_util)
 tests_check_deps_CFLAGS = $(convoy_check_cflags)
@@ -72,7 +103,9 @@ check_PROGRAMS += $(convoy_gpu_tests)
 TESTS += $(convoy_gpu_tests)
 
 tests_gpu_copy_SOURCES = tests/gpu_copy.c
+tests_gpu_copy_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 tests_gpu_tasks_SOURCES = tests/gpu_tasks.c bench/tiny_tasks_cuda.cu
+tests_gpu_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
 # Never built: links the program with the C linker.
 nodist_EXTRA_tests_gpu_tasks_SOURCES = tests/gpu_tasks_linker.c
 endif
@@ -105,7 +138,7 @@ EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
 
 # Host allocation failure, each allocation in turn (tests/failalloc.sh): a preloaded
 # malloc wrapper (a libtool module, never installed) and the program it drives.
-check_LTLIBRARIES = tests/failalloc.la
+check_LTLIBRARIES += tests/failalloc.la
 tests_failalloc_la_SOURCES = tests/failalloc.c
 tests_failalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_failalloc_la_LIBADD = -ldl
@@ -120,3 +153,8 @@ EXTRA_DIST += tests/stress.sh
 stress: $(convoy_check_suites)
 	$(SHELL) $(top_srcdir)/tests/stress.sh tests
 .PHONY: stress
+
+# Stand-in vendor headers: .ci/test ports compiles device/cuda/ and device/hip/ against
+# them for each runtime version (tests/ports/check.sh).
+EXTRA_DIST += tests/ports/check.sh tests/ports/include/cuda_runtime_api.h \
+	tests/ports/include/nvtx3/nvToolsExt.h tests/ports/include/hip/hip_runtime_api.h

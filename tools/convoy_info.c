@@ -7,6 +7,7 @@
 
 #include <hwloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/core.h"
@@ -68,31 +69,40 @@ static void markdown_table(const char *owner, const convoy__param_def_t *table, 
     }
 }
 
-static void print_components(void)
+/* Every component and whether it is available here, asked with the parameters a
+ * program would get (defaults, CONVOY_* variables, the --convoy-* options of a copy of
+ * argv): query() needs no context, so nothing is started. */
+static void print_components(int argc, char **argv)
 {
     printf("schedulers:\n");
     for (int i = 0; convoy__sched_components[i] != NULL; i++)
         printf("  %-8s priority %-3d %s\n", convoy__sched_components[i]->name,
                convoy__sched_components[i]->priority, convoy__sched_components[i]->doc);
-    printf("devices:\n");
+    char **av = calloc((size_t)argc + 1, sizeof(*av));
+    convoy__params_t params;
+    if (av != NULL)
+        memcpy(av, argv, (size_t)argc * sizeof(*av));
+    int ac = argc;
+    int loaded = av != NULL && convoy__params_load(&params, &ac, &av) == CONVOY_SUCCESS;
+    printf("devices (asked in decreasing priority):\n");
     for (int i = 0; convoy__device_components[i] != NULL; i++) {
         const convoy__device_component_t *c = convoy__device_components[i];
-        char why[256] = "";
-        /* query() reads parameters through a context: give it a throwaway one. */
-        convoy_context_t *probe = NULL;
-        int n = -1;
-        if (convoy_param_preset("devices", "host") == CONVOY_SUCCESS &&
-            convoy_param_preset("nthreads", "1") == CONVOY_SUCCESS &&
-            convoy_init(NULL, NULL, &probe) == CONVOY_SUCCESS) {
-            n = c->query(probe, why, sizeof(why));
-            convoy_fini(probe);
-        }
-        convoy_param_preset_clear();
-        if (n > 0)
-            printf("  %-8s available: %d device(s)  %s\n", c->name, n, c->doc);
+        char why[512] = "";
+        int n = loaded ? c->query(&params, why, sizeof(why)) : -1;
+        if (!loaded)
+            snprintf(why, sizeof(why), "%s", convoy_last_error(NULL));
+        if (n > 0 && c->kind == CONVOY_DEVICE_CPU)
+            printf("  %-8s priority %-3d available: %s  %s\n", c->name, c->priority, why, c->doc);
+        else if (n > 0)
+            printf("  %-8s priority %-3d available: %d device(s)  %s\n", c->name, c->priority, n,
+                   c->doc);
         else
-            printf("  %-8s not available: %s  (%s)\n", c->name, why[0] ? why : "unknown", c->doc);
+            printf("  %-8s priority %-3d not available: %s  (%s)\n", c->name, c->priority,
+                   why[0] ? why : "unknown", c->doc);
     }
+    if (loaded)
+        convoy__params_free(&params);
+    free(av);
 }
 
 static void print_topology(void)
@@ -122,7 +132,7 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("convoy %s\n", PACKAGE_VERSION);
-    print_components();
+    print_components(argc, argv);
     print_topology();
     /* Current values as a program would see them: defaults, environment, options. */
     convoy_context_t *ctx = NULL;

@@ -3,9 +3,12 @@
  * the macro that wraps every CUDA runtime call, and the entry points each file offers
  * the others. Internal to device/cuda/.
  *
- *   device_cuda.c       the component: parameters, query, open/close, streams, events,
- *                       launches
+ *   device_cuda.c       the component alone: its table, query, open, close
+ *   cuda_params.c       its parameters (cuda_params.h: no CUDA header, part of libconvoy
+ *                       even when the component is a module)
+ *   cuda_err.c          the slow path of CONVOY_CUDA_CALL, sticky errors
  *   cuda_mem.c          device memory: the CUDA calls under the pool of cudaMalloc chunks
+ *   cuda_stream.c       streams, events, launches
  *   cuda_copy.c         memcpy and memcpy_multi (loop, engine, sm, auto)
  *   cuda_copy_kernel.cu the SM copy kernel (cuda_kernel.h)
  *   cuda_hostmem.c      pinned, mapped host slabs (convoy_host_alloc): the CUDA calls
@@ -26,15 +29,15 @@
 
 #include "device/copyargs.h"
 #include "device/cuda/cuda_kernel.h"
+#include "device/cuda/cuda_params.h"
 #include "device/device.h"
 #include "device/devpool.h"
 #include "device/hostslab.h"
 #include "src/util.h"
 
 extern const convoy__device_component_t convoy__device_cuda;
-extern const convoy__param_def_t convoy__cuda_params[];
 
-/* ---- errors ----------------------------------------------------------------------- */
+/* ---- errors (cuda_err.c) ------------------------------------------------------------ */
 
 /* Non-zero for the errors after which the CUDA context is unusable (faults on the
  * device: the process must end to use the GPU again); those cannot be cleared. */
@@ -128,6 +131,21 @@ convoy_status_t convoy__cuda_memcpy(convoy__device_t *d, convoy__stream_t *strea
 convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t *stream,
                                           const convoy__copy_t *copies, int n, int method,
                                           int *submitted_p, int *method_p);
+
+/* cuda_stream.c: the stream, event and launch ops (device.h) */
+convoy_status_t convoy__cuda_stream_create(convoy__device_t *d, convoy__stream_t **stream_p);
+void convoy__cuda_stream_destroy(convoy__device_t *d, convoy__stream_t *stream);
+void *convoy__cuda_stream_native(convoy__device_t *d, convoy__stream_t *stream);
+convoy_status_t convoy__cuda_event_create(convoy__device_t *d, convoy__event_t **event_p);
+void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event);
+convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *event,
+                                          convoy__stream_t *stream);
+int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event);
+convoy_status_t convoy__cuda_stream_sync(convoy__device_t *d, convoy__stream_t *stream);
+convoy_status_t convoy__cuda_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
+                                               convoy__event_t *event);
+convoy_status_t convoy__cuda_launch(convoy__device_t *d, convoy__stream_t *stream,
+                                    convoy__launch_fn fn, void *arg);
 
 static inline cudaStream_t convoy__cuda_stream(convoy__stream_t *s)
 {

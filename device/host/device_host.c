@@ -1,6 +1,11 @@
 /*
- * The host device component. CPU chores see the host pointers of their flows; a
- * batchable class with a CPU batch chore gets the whole ring in one call.
+ * The host device component: the CPU workers. CPU chores see the host pointers of their
+ * flows; a batchable class with a CPU batch chore gets the whole ring in one call.
+ *
+ * The component is selected like the others (src/component.c) and always available;
+ * its devices are the CPU workers, which src/worker.c starts, so it has no open. Its
+ * parameter table also holds module_dir: the folder of the device modules is a setting
+ * of the device framework, and host is the component every build has.
  */
 #include "config.h"
 
@@ -10,20 +15,35 @@
 
 #include "device/host/host.h"
 
-static int host_query(convoy_context_t *ctx, char *why, size_t why_len)
+static const convoy__param_def_t host_params[] = {
+    {.name = "module_dir",
+     .type = CONVOY__PARAM_STRING,
+     .def = "",
+     .doc = "folder of the device modules (convoy_cuda.so, convoy_hip.so; doc/modules.md); "
+            "'': the build folder's device/.libs for programs run from it, else the install "
+            "folder (LIBDIR/convoy); unused when they are built in (--disable-modules)"},
+    {0},
+};
+
+/* The CPU workers: nthreads of them, or one per core (counted when they start). */
+static int host_query(const convoy__params_t *params, char *why, size_t why_len)
 {
-    (void)ctx;
-    (void)why;
-    (void)why_len;
-    return 1;
+    int64_t n = params != NULL ? convoy__param_int(params, "nthreads") : 0;
+    if (why != NULL && why_len > 0) {
+        if (n > 0)
+            snprintf(why, why_len, "%lld CPU worker(s) (nthreads)", (long long)n);
+        else
+            snprintf(why, why_len, "one CPU worker per core");
+    }
+    return n > 0 ? (int)n : 1;
 }
 
 const convoy__device_component_t convoy__device_host = {
     .name = "host",
-    .priority = 0,
+    .priority = -1, /* last, after sim */
     .kind = CONVOY_DEVICE_CPU,
     .doc = "the CPU workers; always in use",
-    .params = NULL,
+    .params = host_params,
     .query = host_query,
     .open = NULL,
     .close = NULL,

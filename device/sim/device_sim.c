@@ -391,9 +391,9 @@ static const convoy__device_ops_t sim_ops = {
 
 /* ---- the component ---------------------------------------------------------------- */
 
-static int sim_query(convoy_context_t *ctx, char *why, size_t why_len)
+static int sim_query(const convoy__params_t *params, char *why, size_t why_len)
 {
-    int64_t n = convoy__param_int(convoy__ctx_params(ctx), "sim_count");
+    int64_t n = convoy__param_int(params, "sim_count");
     if (n <= 0 && why && why_len > 0)
         snprintf(why, why_len, "sim_count is 0");
     return n > 0 ? (int)n : 0;
