@@ -11,7 +11,6 @@
 #ifndef CONVOY_DEVICE_H
 #define CONVOY_DEVICE_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -125,7 +124,9 @@ struct convoy__device {
                                   the launch; 0: the result is known when the launch's event
                                   completes (sim) */
     void *pipeline;            /* the pipeline's state for this device (device/pipeline.c) */
-    _Atomic int64_t load;      /* tasks taken and not completed, published for placement */
+    int64_t load;              /* tasks taken and not completed, published for placement:
+                                  read and written with __atomic builtins (this header is
+                                  also compiled as C++) */
 };
 
 /* Host memory services a GPU component offers (pinned slabs); optional. */

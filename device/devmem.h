@@ -28,14 +28,14 @@ typedef struct convoy__devcopy {
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */
     int64_t stage_ring;          /* the ring whose stage-in list holds it, and where */
     int stage_slot;
-    struct convoy__pev *out_ev;  /* a pushout of it home in flight (flush or eviction) */
+    struct convoy__pev *out_ev;  /* a pushout of it home in flight (flush or eviction); the
+                                    pipeline's outbound batch holds the reference */
     uint64_t out_version;        /* the version that pushout carries */
     int out_failed;              /* the last pushout home failed (the copy stays dirty) */
     int evicting;                /* freed when its pushout lands, unless in use again */
     int evict_failures;          /* eviction pushouts of it that failed */
     struct convoy__devcopy *lru_prev, *lru_next; /* the LRU while users == 0; dm->pinned */
     int out_evict;               /* that pushout is an eviction (counted in the pipeline) */
-    struct convoy__devcopy *out_next;            /* the pipeline's list of pushouts in flight */
     struct convoy__devcopy *all_prev, *all_next; /* every copy of the device: dm->all */
 } convoy__devcopy_t;
 

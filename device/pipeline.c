@@ -131,10 +131,10 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
         return n;
     int room = (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP,
                                 p->max_inflight -
-                                    atomic_load_explicit(&p->dev->load, memory_order_relaxed));
+                                    __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED));
     n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
                            deadline_p);
-    atomic_fetch_add_explicit(&p->dev->load, n, memory_order_relaxed);
+    __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
     return n;
 }
 
@@ -186,7 +186,7 @@ static void *progress_main(void *arg)
         /* Tasks waiting for memory go first, once work in flight or an eviction gives
          * some back. */
         int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->noutbound_evicting > 0);
-        if (atomic_load_explicit(&p->dev->load, memory_order_relaxed) < p->max_inflight &&
+        if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight &&
             !memory_wait) {
             int n = take_tasks(p, &deadline);
             if (n > 0) {

@@ -96,6 +96,14 @@ typedef struct convoy__ring {
     struct convoy__ring *next;
 } convoy__ring_t;
 
+/* Copies home that one submission carries, until its event is seen complete. */
+typedef struct convoy__outbatch {
+    convoy__pev_t *ev; /* one reference */
+    int n;
+    struct convoy__outbatch *next;
+    convoy__devcopy_t *copies[];
+} convoy__outbatch_t;
+
 typedef struct convoy__pipe {
     convoy__device_t *dev;
     convoy_context_t *ctx;
@@ -111,7 +119,7 @@ typedef struct convoy__pipe {
     int nrings;
     int64_t max_inflight;        /* tasks */
     convoy__task_t *deferred;    /* waiting for device memory, oldest first */
-    convoy__devcopy_t *outbound; /* copies with a pushout home in flight */
+    convoy__outbatch_t *outbound; /* pushouts home in flight, by submission */
     int noutbound_evicting;      /* of them, evictions */
     convoy__pev_t *free_pevs;
     int method; /* copy_method: -1 auto */

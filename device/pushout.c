@@ -35,21 +35,28 @@ static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
     convoy__devmem_settle(&p->mem, c); /* may free c */
 }
 
+/* Retire a batch whose submission is over (failed: it did not land) and free it. */
+static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
+{
+    for (int i = 0; i < b->n; i++) {
+        b->copies[i]->out_ev = NULL;
+        landed(p, b->copies[i], failed);
+    }
+    convoy__pev_put(p, b->ev);
+    free(b);
+}
+
 int convoy__outbound_poll(convoy__pipe_t *p)
 {
     int moved = 0;
-    for (convoy__devcopy_t **cp = &p->outbound; *cp != NULL;) {
-        convoy__devcopy_t *c = *cp;
-        if (!convoy__pev_poll(p, c->out_ev)) {
-            cp = &c->out_next;
+    for (convoy__outbatch_t **bp = &p->outbound; *bp != NULL;) {
+        convoy__outbatch_t *b = *bp;
+        if (!convoy__pev_poll(p, b->ev)) {
+            bp = &b->next;
             continue;
         }
-        *cp = c->out_next;
-        int failed = c->out_ev->failed;
-        convoy__pev_put(p, c->out_ev);
-        c->out_ev = NULL;
-        c->out_next = NULL;
-        landed(p, c, failed);
+        *bp = b->next;
+        retire(p, b, b->ev->failed);
         moved = 1;
     }
     return moved;
@@ -58,12 +65,9 @@ int convoy__outbound_poll(convoy__pipe_t *p)
 void convoy__outbound_drop(convoy__pipe_t *p)
 {
     while (p->outbound != NULL) {
-        convoy__devcopy_t *c = p->outbound;
-        p->outbound = c->out_next;
-        int failed = !convoy__pev_poll(p, c->out_ev) || c->out_ev->failed;
-        convoy__pev_put(p, c->out_ev);
-        c->out_ev = NULL;
-        landed(p, c, failed);
+        convoy__outbatch_t *b = p->outbound;
+        p->outbound = b->next;
+        retire(p, b, !convoy__pev_poll(p, b->ev) || b->ev->failed);
     }
 }
 
@@ -97,6 +101,20 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
     convoy__stage_issue(p, -1, &s, stage_kind, p->out, p->out_large);
     if (s.msg[0] != '\0')
         snprintf(msg, msg_len, "%s", s.msg);
+    /* One batch per submission with an event; the copies of the others are settled now:
+     * failed, or proven landed by a stream wait. */
+    int *count = calloc((size_t)(s.plan.nsubs > 0 ? s.plan.nsubs : 1), sizeof(int));
+    convoy__outbatch_t **batch =
+        calloc((size_t)(s.plan.nsubs > 0 ? s.plan.nsubs : 1), sizeof(*batch));
+    for (int i = 0; i < n && count != NULL; i++)
+        if (!s.failed[i] && s.subs[s.sub_of[i]] != NULL)
+            count[s.sub_of[i]]++;
+    for (int k = 0; k < s.plan.nsubs && count != NULL && batch != NULL; k++)
+        if (count[k] > 0 && (batch[k] = malloc(sizeof(**batch) +
+                                               (size_t)count[k] * sizeof(convoy__devcopy_t *)))) {
+            *batch[k] = (convoy__outbatch_t){.ev = s.subs[k]};
+            s.subs[k]->refs++;
+        }
     for (int i = 0; i < n; i++) {
         convoy__devcopy_t *c = copies[i];
         ok[i] = s.failed[i] == 0;
@@ -107,15 +125,28 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         if (c->out_evict)
             p->noutbound_evicting++;
         convoy__pev_t *ev = s.failed[i] ? NULL : s.subs[s.sub_of[i]];
-        if (ev == NULL) { /* failed, or proven landed by a stream wait */
+        if (ev != NULL && (batch == NULL || batch[s.sub_of[i]] == NULL)) {
+            /* No memory to track it: wait for it here rather than lose it. */
+            while (!convoy__pev_poll(p, ev))
+                convoy__sleep_until_ns(convoy__now_ns() + 20000);
+            landed(p, c, ev->failed);
+            continue;
+        }
+        if (ev == NULL) {
             landed(p, c, s.failed[i] != 0);
             continue;
         }
-        ev->refs++;
+        convoy__outbatch_t *b = batch[s.sub_of[i]];
+        b->copies[b->n++] = c;
         c->out_ev = ev;
-        c->out_next = p->outbound;
-        p->outbound = c;
     }
+    for (int k = 0; k < s.plan.nsubs && batch != NULL; k++)
+        if (batch[k] != NULL) {
+            batch[k]->next = p->outbound;
+            p->outbound = batch[k];
+        }
+    free(count);
+    free(batch);
     for (int k = 0; k < s.plan.nsubs; k++)
         convoy__pev_put(p, s.subs[k]);
     convoy__stage_free(&s);
@@ -161,7 +192,7 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     m->ncopies = 0;
     m->completed = 1;
     r->open_members--;
-    atomic_fetch_sub_explicit(&p->dev->load, 1, memory_order_relaxed);
+    __atomic_fetch_sub(&p->dev->load, 1, __ATOMIC_RELAXED);
     convoy__task_complete(t, m->fail == MEMBER_OK ? CONVOY__OK : CONVOY__FAILED, msg);
 }
 
@@ -207,7 +238,7 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
         for (int i = 0; i < n; i++)
             convoy__task_complete(tasks[i], CONVOY__FAILED,
                                   "out of host memory for the pipeline's ring state");
-        atomic_fetch_sub_explicit(&p->dev->load, n, memory_order_relaxed);
+        __atomic_fetch_sub(&p->dev->load, n, __ATOMIC_RELAXED);
         return;
     }
     r->id = atomic_fetch_add(&ctx->next_ring_id, 1);
@@ -241,13 +272,11 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
                 continue;
             m[i].copy[0] = c;
             m[i].ncopies = 1;
+            /* Two flushes of one datum in a ring push it once (marked with the ring). */
             if (kind == RING_FLUSH && push != NULL && c->out_ev == NULL &&
-                convoy__devmem_dirty(&p->mem, c)) {
-                int dup = 0;
-                for (int k = 0; k < npush && !dup; k++)
-                    dup = push[k] == c;
-                if (!dup)
-                    push[npush++] = c;
+                c->stage_ring != r->id && convoy__devmem_dirty(&p->mem, c)) {
+                c->stage_ring = r->id;
+                push[npush++] = c;
             }
         }
     }

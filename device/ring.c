@@ -371,7 +371,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
         for (int i = 0; i < n; i++)
             convoy__task_complete(tasks[i], CONVOY__FAILED,
                                   "out of host memory for the pipeline's ring state");
-        atomic_fetch_sub_explicit(&p->dev->load, n, memory_order_relaxed);
+        __atomic_fetch_sub(&p->dev->load, n, __ATOMIC_RELAXED);
         return;
     }
     r->id = atomic_fetch_add(&ctx->next_ring_id, 1);
@@ -529,7 +529,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     m->nwait = 0;
     m->completed = 1;
     r->open_members--;
-    atomic_fetch_sub_explicit(&p->dev->load, 1, memory_order_relaxed);
+    __atomic_fetch_sub(&p->dev->load, 1, __ATOMIC_RELAXED);
     char msg[768];
     convoy__task_complete(t, ok ? CONVOY__OK : CONVOY__FAILED,
                           ok ? NULL : fail_text(r, m, msg, sizeof(msg)));
