@@ -1,6 +1,7 @@
 # doc/: documentation shipped in the tarball.
 
 EXTRA_DIST += \
+	LICENSE \
 	README.md \
 	doc/guide.md \
 	doc/reference.md \

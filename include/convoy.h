@@ -11,6 +11,9 @@
  *    negative code. The message of the last error is convoy_last_error().
  *  - Output parameters come last, end in _p, and are set only on success.
  *  - Nothing aborts the process on user error.
+ *
+ * Copyright (c) 2026, the convoy authors. Released under the BSD 3-Clause License: see
+ * the file LICENSE, which covers every file of convoy.
  */
 #ifndef CONVOY_H
 #define CONVOY_H
