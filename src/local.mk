@@ -12,7 +12,8 @@ libconvoy_internal_la_SOURCES += \
 	src/worker.c \
 	src/hostmem.c \
 	src/trace.c \
-	src/trace_write.c
+	src/trace_write.c \
+	src/version.c
 
 noinst_HEADERS += \
 	src/util.h \

@@ -15,7 +15,8 @@ convoy_check_suites = \
 	tests/check_pipeline \
 	tests/check_batch \
 	tests/check_plan \
-	tests/check_gpumem
+	tests/check_gpumem \
+	tests/check_version
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -54,6 +55,10 @@ tests_check_plan_LDADD = $(convoy_check_ldadd)
 tests_check_gpumem_SOURCES = tests/check_gpumem.c $(convoy_check_util)
 tests_check_gpumem_CFLAGS = $(convoy_check_cflags)
 tests_check_gpumem_LDADD = $(convoy_check_ldadd)
+
+tests_check_version_SOURCES = tests/check_version.c $(convoy_check_util)
+tests_check_version_CFLAGS = $(convoy_check_cflags)
+tests_check_version_LDADD = $(convoy_check_ldadd)
 endif
 
 if HAVE_CUDA
