@@ -79,7 +79,11 @@ doc_example_SOURCES = doc/example.c
 
 # doc/reference.md lists every parameter (tests/reference_params.sh).
 TESTS += tests/reference_params.sh
-EXTRA_DIST += tests/reference_params.sh doc/make-reference.sh doc/reference.md.in doc/example.c
+EXTRA_DIST += tests/reference_params.sh
+
+# The command lines of convoy-info and convoy-trace (exit codes, outputs).
+TESTS += tests/tools_cli.sh
+EXTRA_DIST += tests/tools_cli.sh doc/make-reference.sh doc/reference.md.in doc/example.c
 
 # The trace: its Check suite (runtime + reader) and a bounded fuzz run of the reader.
 if HAVE_JANSSON
