@@ -11,6 +11,7 @@
 #include "device/pipeline.h"
 #include "src/context.h"
 #include "src/core.h"
+#include "src/proc.h"
 
 const convoy__params_t *convoy__ctx_params(const convoy_context_t *ctx)
 {
@@ -109,6 +110,9 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     if (st != CONVOY_SUCCESS)
         goto err;
     convoy__log_threshold = level_of(convoy__param_str(&ctx->params, "verbose"));
+    const char *prefix = convoy__param_str(&ctx->params, "log_prefix");
+    atomic_store(&convoy__log_prefix, strcmp(prefix, "on") == 0 || (strcmp(prefix, "auto") == 0 &&
+                                                                    convoy__proc_rank() >= 0));
 
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {

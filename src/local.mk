@@ -13,7 +13,8 @@ libconvoy_internal_la_SOURCES += \
 	src/hostmem.c \
 	src/trace.c \
 	src/trace_write.c \
-	src/version.c
+	src/version.c \
+	src/proc.c
 
 noinst_HEADERS += \
 	src/util.h \
@@ -21,4 +22,5 @@ noinst_HEADERS += \
 	src/context.h \
 	src/core.h \
 	src/trace.h \
-	src/trace_impl.h
+	src/trace_impl.h \
+	src/proc.h

@@ -31,10 +31,18 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "warn",
      .choices = "error|warn|info|debug|trace",
      .doc = "the most detailed log level printed"},
+    {.name = "log_prefix",
+     .type = CONVOY__PARAM_CHOICE,
+     .def = "auto",
+     .choices = "auto|on|off",
+     .doc = "start each log line with [host:pid]: on, off, or auto (on when a launcher rank "
+            "variable is set: OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID)"},
     {.name = "trace",
      .type = CONVOY__PARAM_STRING,
      .def = "",
-     .doc = "write a Chrome trace-event JSON file to this path at fini (empty: no trace)"},
+     .doc = "write a Chrome trace-event JSON file to this path at fini (empty: no trace); %p "
+            "is replaced by the pid, %h the host name, %r the launcher rank (0 without one), "
+            "%% a %; an existing path must be a regular file (doc/tracing.md)"},
     {.name = "trace_flows",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",

@@ -5,6 +5,7 @@
 #define CONVOY_UTIL_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -40,6 +41,8 @@ typedef enum convoy__log_level {
 } convoy__log_level_t;
 
 extern int convoy__log_threshold; /* set at init from the parameter 'verbose' */
+/* Set at init from the parameter 'log_prefix': 1 to start each line with host:pid. */
+extern _Atomic int convoy__log_prefix;
 
 void convoy__log_impl(convoy__log_level_t level, const char *file, int line, const char *fmt, ...)
     CONVOY__PRINTF(4, 5);

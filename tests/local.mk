@@ -16,7 +16,8 @@ convoy_check_suites = \
 	tests/check_batch \
 	tests/check_plan \
 	tests/check_gpumem \
-	tests/check_version
+	tests/check_version \
+	tests/check_trace_path
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -59,6 +60,10 @@ tests_check_gpumem_LDADD = $(convoy_check_ldadd)
 tests_check_version_SOURCES = tests/check_version.c $(convoy_check_util)
 tests_check_version_CFLAGS = $(convoy_check_cflags)
 tests_check_version_LDADD = $(convoy_check_ldadd)
+
+tests_check_trace_path_SOURCES = tests/check_trace_path.c $(convoy_check_util)
+tests_check_trace_path_CFLAGS = $(convoy_check_cflags)
+tests_check_trace_path_LDADD = $(convoy_check_ldadd)
 endif
 
 if HAVE_CUDA
@@ -83,7 +88,11 @@ EXTRA_DIST += tests/reference_params.sh
 
 # The command lines of convoy-info and convoy-trace (exit codes, outputs).
 TESTS += tests/tools_cli.sh
-EXTRA_DIST += tests/tools_cli.sh doc/make-reference.sh doc/reference.md.in doc/example.c
+EXTRA_DIST += tests/tools_cli.sh
+
+# Two processes with one CONVOY_TRACE=run-%p.json pattern write two traces.
+TESTS += tests/trace_procs.sh
+EXTRA_DIST += tests/trace_procs.sh doc/make-reference.sh doc/reference.md.in doc/example.c
 
 # The trace: its Check suite (runtime + reader) and a bounded fuzz run of the reader.
 if HAVE_JANSSON
