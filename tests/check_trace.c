@@ -182,6 +182,7 @@ typedef struct counts {
     uint64_t cpu_events, cpu_tasks, launches, launch_tasks;
     uint64_t submissions, copies, bytes, splits;
     uint64_t flow_s, flow_f;
+    uint64_t flows_bound; /* flow events after the instant they bind to */
 } counts_t;
 
 static const char *const step_names[] = {"inserted",  "ready",  "staged-in", "executed",
@@ -219,6 +220,54 @@ static uint64_t arg_u64(json_t *e, const char *key, size_t i)
     return (uint64_t)v;
 }
 
+/* Every flow event that has a lifecycle instant of its task (s: the source, f: the
+ * successor) at its timestamp comes after that instant in the file: Perfetto binds a
+ * flow event to the slice already read on its track, so the other order binds the
+ * arrow to the previous task's instant. Returns how many flow events were so bound. */
+static size_t check_flow_order(json_t *events)
+{
+    size_t n = json_array_size(events), bound = 0;
+    /* first[task][step]: index of the task's first instant of that step, -1 none. */
+    long(*first)[7] = malloc((n + 1) * sizeof(*first));
+    double(*at)[7] = malloc((n + 1) * sizeof(*at));
+    ck_assert(first != NULL && at != NULL);
+    memset(first, 0xff, (n + 1) * sizeof(*first));
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "i") != 0)
+            continue;
+        json_int_t task = json_integer_value(json_object_get(json_object_get(e, "args"), "task"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        for (int k = 0; k < 7 && task > 0 && (size_t)task <= n; k++)
+            if (strcmp(step_names[k], name) == 0 && first[task][k] < 0) {
+                first[task][k] = (long)i;
+                at[task][k] = json_number_value(json_object_get(e, "ts"));
+            }
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(events, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (strcmp(ph, "s") != 0 && strcmp(ph, "f") != 0)
+            continue;
+        json_t *args = json_object_get(e, "args");
+        json_int_t task =
+            json_integer_value(json_object_get(args, ph[0] == 's' ? "task" : "successor"));
+        double ts = json_number_value(json_object_get(e, "ts"));
+        for (int k = 0; k < 7 && task > 0 && (size_t)task <= n; k++)
+            if (first[task][k] >= 0 && fabs(at[task][k] - ts) < EPS_US) {
+                ck_assert_msg(first[task][k] < (long)i,
+                              "event %zu: flow %s of task %lld written before the instant "
+                              "'%s' it binds to",
+                              i, ph, (long long)task, step_names[k]);
+                bound++;
+                break;
+            }
+    }
+    free(first);
+    free(at);
+    return bound;
+}
+
 /* Parse the trace at path, check the fields of every event and the nesting of each
  * lane, and count what the stats can be compared with. */
 static void check_trace_file(const char *path, counts_t *c)
@@ -229,7 +278,8 @@ static void check_trace_file(const char *path, counts_t *c)
     ck_assert_msg(root != NULL, "%s does not parse: line %d: %s", path, jerr.line, jerr.text);
     json_t *events = json_object_get(root, "traceEvents");
     ck_assert_msg(json_is_array(events), "no traceEvents array");
-    ck_assert_str_eq(json_string_value(json_object_get(root, "displayTimeUnit")), "ns");
+    /* No displayTimeUnit (older trace processors misread ts with it). */
+    ck_assert_ptr_null(json_object_get(root, "displayTimeUnit"));
     ck_assert(
         json_is_string(json_object_get(json_object_get(root, "otherData"), "convoy_version")));
     size_t n = json_array_size(events), nx = 0;
@@ -250,6 +300,9 @@ static void check_trace_file(const char *path, counts_t *c)
         double ts = json_number_value(need(e, "ts", is_number, i));
         int pid = (int)json_integer_value(need(e, "pid", is_integer, i));
         int tid = (int)json_integer_value(need(e, "tid", is_integer, i));
+        /* pid 0 and tid 0 are the kernel's swapper to Perfetto. */
+        ck_assert_msg(pid > 0 && (tid > 0 || ph[0] == 'C'), "event %zu: pid %d tid %d", i, pid,
+                      tid);
         const char *name = json_string_value(need(e, "name", is_string, i));
         const char *cat = json_string_value(json_object_get(e, "cat"));
         ck_assert_msg(ts >= 0, "event %zu: ts %g before the trace's start", i, ts);
@@ -281,7 +334,7 @@ static void check_trace_file(const char *path, counts_t *c)
         } else if (strcmp(ph, "i") == 0) {
             ck_assert_str_eq(json_string_value(need(e, "s", is_string, i)), "t");
             ck_assert_str_eq(cat, "task");
-            ck_assert_int_eq(pid, 0);
+            ck_assert_int_eq(pid, 1); /* the CPUs: never pid 0, Perfetto's swapper */
             ck_assert_int_eq(tid, TASKS_TID);
             arg_u64(e, "task", i);
             int k = 0;
@@ -332,6 +385,7 @@ static void check_trace_file(const char *path, counts_t *c)
     free(xs);
     free(flow_ids);
     free(flow_ts);
+    c->flows_bound = check_flow_order(events);
     json_decref(root);
 }
 
@@ -371,6 +425,7 @@ START_TEST(trace_of_a_run)
     check_trace_file(path, &c);
     check_against_stats(&c, &r);
     ck_assert_uint_gt(c.flow_s, 0);
+    ck_assert_uint_gt(c.flows_bound, 0);
 
     /* The reader sees the same figures. */
     convoy__tr_trace_t *t;
@@ -523,7 +578,8 @@ START_TEST(writer_serialises_and_escapes)
     for (size_t i = 0; i < json_array_size(ev); i++) {
         json_t *e = json_array_get(ev, i);
         const char *ph = json_string_value(json_object_get(e, "ph"));
-        if (strcmp(ph, "M") == 0 && json_integer_value(json_object_get(e, "pid")) == 1) {
+        /* Recorded pid 1 is written as 2 (every pid and tid + 1). */
+        if (strcmp(ph, "M") == 0 && json_integer_value(json_object_get(e, "pid")) == 2) {
             const char *n = json_string_value(json_object_get(json_object_get(e, "args"), "name"));
             ck_assert_ptr_nonnull(strstr(n, "q\"\\\n\x01"));
             ck_assert_ptr_nonnull(strstr(n, "\xef\xbf\xbd")); /* U+FFFD for bad bytes */
@@ -616,7 +672,7 @@ START_TEST(writer_empty)
     int seen = 0;
     for (size_t i = 0; i < json_array_size(ev); i++) {
         json_t *e = json_array_get(ev, i);
-        if (json_integer_value(json_object_get(e, "pid")) == 2) {
+        if (json_integer_value(json_object_get(e, "pid")) == 3) { /* recorded as pid 2 */
             ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e, "args"), "name")),
                              "second");
             seen++;
@@ -734,6 +790,71 @@ START_TEST(reader_rejects_bad_input)
     ck_assert_ptr_nonnull(convoy__tr_figure(s, "pid 3: other time"));
     convoy__tr_summary_free(s);
     convoy__tr_free(t);
+    /* The format before 2026-12-01 (pid and tid from 0, displayTimeUnit) still reads. */
+    static const char old_format[] =
+        "{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,"
+        "\"args\":{\"name\":\"cpus\"}},{\"ph\":\"X\",\"name\":\"k\",\"cat\":\"cpu\",\"pid\":0,"
+        "\"tid\":0,\"ts\":1,\"dur\":2,\"args\":{\"ring\":-1,\"task\":1,\"tasks\":1}}],"
+        "\"displayTimeUnit\":\"ns\"}";
+    ck_assert_msg(
+        convoy__tr_parse(old_format, strlen(old_format), "old.json", &t, err, sizeof(err)) == 0,
+        "%s", err);
+    ck_assert_int_eq(convoy__tr_summarise(t, &s, err, sizeof(err)), 0);
+    ck_assert_ptr_nonnull(convoy__tr_figure(s, "cpus: cpu time"));
+    convoy__tr_summary_free(s);
+    convoy__tr_free(t);
+}
+END_TEST
+
+/* The plot of trace text js with the window [from, to] into a string (freed by the
+ * caller); *rc_p gets convoy__tr_plot's result. */
+static char *plot_text(const char *js, double from, double to, int *rc_p, char *err, size_t len)
+{
+    convoy__tr_trace_t *t;
+    ck_assert_msg(convoy__tr_parse(js, strlen(js), "w.json", &t, err, len) == 0, "%s", err);
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&buf, &size);
+    convoy__tr_plot_opts_t opts = {.width = 400, .from_us = from, .to_us = to};
+    *rc_p = convoy__tr_plot(out, t, &opts, err, len);
+    fclose(out);
+    convoy__tr_free(t);
+    return buf;
+}
+
+START_TEST(plot_window_and_density)
+{
+    /* Proves: --from/--to count from the first event (as the axis does); a window with no
+     * event is -2 with a message and no output; many short events draw as rectangles of
+     * partial opacity, not one solid bar. */
+    char js[16384], err[512];
+    size_t o = (size_t)snprintf(js, sizeof(js), "[");
+    for (int i = 0; i < 100; i++)
+        o += (size_t)snprintf(js + o, sizeof(js) - o,
+                              "%s{\"ph\":\"X\",\"name\":\"k\",\"cat\":\"launch\",\"pid\":2,"
+                              "\"tid\":6,\"ts\":%d,\"dur\":0.1,\"args\":{\"ring\":1,\"tasks\":1}}",
+                              i ? "," : "", 1000 + i);
+    snprintf(js + o, sizeof(js) - o, "]");
+    int rc;
+    char *svg = plot_text(js, 0, 100, &rc, err, sizeof(err));
+    ck_assert_msg(rc == 0, "%s", err);
+    int rects = 0;
+    for (const char *p = svg; (p = strstr(p, "<rect x=\"")) != NULL; p++)
+        rects++;
+    ck_assert_int_gt(rects, 20); /* one per few pixels, not one bar */
+    ck_assert_ptr_nonnull(strstr(svg, "fill-opacity=\"0.15\""));
+    ck_assert_ptr_nonnull(strstr(svg, ">0 us<")); /* the axis starts at the first event */
+    free(svg);
+    /* Events at 1000 .. 1099 us: the window 50 .. 60 from the first event holds some. */
+    svg = plot_text(js, 50, 60, &rc, err, sizeof(err));
+    ck_assert_msg(rc == 0, "%s", err);
+    ck_assert_ptr_nonnull(strstr(svg, ">50 us<"));
+    free(svg);
+    svg = plot_text(js, 1000, 1100, &rc, err, sizeof(err));
+    ck_assert_int_eq(rc, -2);
+    ck_assert_msg(strstr(err, "no event between 1000 and 1100 us") != NULL, "%s", err);
+    ck_assert_str_eq(svg, "");
+    free(svg);
 }
 END_TEST
 
@@ -745,6 +866,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, trace_of_failures, 0, 2);
     tcase_add_test(tc, two_traces_in_turn);
     tcase_add_test(tc, unwritable_path);
+    tcase_add_test(tc, plot_window_and_density);
     tc = tu_tcase(s, "writer", 30);
     tcase_add_test(tc, writer_serialises_and_escapes);
     tcase_add_test(tc, writer_many_threads);

@@ -3,7 +3,8 @@
 # on an unknown option or argument, 1 on an invalid --convoy-* value or CONVOY_* variable
 # (naming it), prints its version, the allowed values of each parameter, the build
 # section, the devices=auto line and a NAME=VALUE parsable form; convoy-trace's plot
-# options go through getopt_long (unknown option and missing value: exit 2).
+# options go through getopt_long (unknown option and missing value: exit 2), and a plot
+# window with no event exits 2 without writing the picture.
 set -u
 info=${CONVOY_INFO:-tools/convoy-info}
 trace=${CONVOY_TRACE_TOOL:-tools/convoy-trace}
@@ -14,7 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 for v in $(env | sed -n 's/^\(CONVOY_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
 fails=0
 
-# expect RC PATTERN CMD...: CMD exits RC and its stdout+stderr match the grep pattern.
+# expect RC PATTERN CMD...: CMD exits RC and its stdout+stderr match the grep pattern
+# (an empty pattern: any output).
 expect() {
     want_rc=$1
     pattern=$2
@@ -25,7 +27,7 @@ expect() {
         echo "FAIL: '$*' exited $rc, expected $want_rc:"
         sed 's/^/    /' "$tmp/out" | head -20
         fails=$((fails + 1))
-    elif ! grep -q -e "$pattern" "$tmp/out"; then
+    elif [ -n "$pattern" ] && ! grep -q -e "$pattern" "$tmp/out"; then
         echo "FAIL: '$*' printed no line matching '$pattern':"
         sed 's/^/    /' "$tmp/out" | head -20
         fails=$((fails + 1))
@@ -72,6 +74,21 @@ if [ -x "$trace" ]; then
     expect 2 "needs a value" "$trace" plot x.json -o
     expect 2 "--width needs a number, not 'wide'" "$trace" plot x.json -o x.svg --width wide
     expect 2 "plot takes one trace file" "$trace" plot a.json b.json -o x.svg
+    # A window counts from the first event; an empty one is an error and writes nothing.
+    if CONVOY_DEVICES=sim CONVOY_TRACE="$tmp/run.json" ${CONVOY_EXAMPLE:-doc/example} \
+        >"$tmp/example.out" 2>&1; then
+        expect 0 "" "$trace" plot "$tmp/run.json" -o "$tmp/w.svg" --from 0 --to 1000
+        expect 2 "no event between 1e+09 and 2e+09 us" "$trace" plot "$tmp/run.json" \
+            -o "$tmp/empty.svg" --from 1e9 --to 2e9
+        if [ -e "$tmp/empty.svg" ]; then
+            echo "FAIL: an empty window left $tmp/empty.svg"
+            fails=$((fails + 1))
+        fi
+    else
+        echo "FAIL: doc/example could not make a trace:"
+        cat "$tmp/example.out"
+        fails=$((fails + 1))
+    fi
 fi
 
 [ "$fails" -eq 0 ] && echo "all tool command lines behave"

@@ -37,8 +37,9 @@ static const char usage_text[] =
     "  compare  the same figures for two traces side by side, with the ratio b/a\n"
     "  plot     an SVG timeline: one lane per stream or worker, copies and launches as\n"
     "           colored rectangles; --from/--to select a window (microseconds from the\n"
-    "           trace's start), --width the picture's width (default 1600)\n"
-    "Exit status: 0 success, 1 the output could not be written, 2 usage error or bad input.\n";
+    "           first event, as on the axis), --width the picture's width (default 1600)\n"
+    "Exit status: 0 success, 1 the output could not be written, 2 usage error, bad input\n"
+    "or a plot window with no event.\n";
 
 static int usage(const char *why)
 {
@@ -193,7 +194,7 @@ static int cmd_plot(int argc, char **argv)
             remove(outp);
     }
     convoy__tr_free(t);
-    return rc != 0 ? EXIT_OUTPUT : 0;
+    return rc == -2 ? EXIT_BAD_INPUT : rc != 0 ? EXIT_OUTPUT : 0;
 }
 
 int main(int argc, char **argv)
