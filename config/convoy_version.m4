@@ -6,7 +6,10 @@
 #   CONVOY_VERSION_MAJOR, _MINOR, _PATCH   AC_SUBST, decimal numbers (0 when absent)
 #   CONVOY_CONFIGURE_ARGS                  config.h, the arguments given to configure
 #   CONVOY_HWLOC_BUILD_VERSION             config.h, hwloc's version as pkg-config saw it
-# Call after CONVOY_CHECK_HWLOC; add include/convoy_version.h to AC_CONFIG_FILES.
+#   CONVOY_BUILD_CUDA, CONVOY_BUILD_HIP    AC_SUBST, 1 when that device is built, else 0
+#                                          (for the CMake package file)
+# Call after CONVOY_CHECK_HWLOC, _CUDA and _HIP; add include/convoy_version.h to
+# AC_CONFIG_FILES.
 AC_DEFUN([CONVOY_VERSION_SPLIT], [
 convoy_v_rest=$PACKAGE_VERSION
 CONVOY_VERSION_MAJOR=`echo "$convoy_v_rest" | sed -n 's/^\([[0-9]]*\).*/\1/p'`
@@ -24,6 +27,8 @@ dnl are escaped once more for the C string.
 convoy_v_args=`echo "$ac_configure_args" | sed 's/^ *//; s/\\\\/\\\\\\\\/g; s/"/\\\\"/g'`
 AC_DEFINE_UNQUOTED([CONVOY_CONFIGURE_ARGS], ["$convoy_v_args"],
     [The arguments configure was run with.])
+AC_SUBST([CONVOY_BUILD_CUDA], [${convoy_have_cuda:-0}])
+AC_SUBST([CONVOY_BUILD_HIP], [${convoy_have_hip:-0}])
 AC_DEFINE_UNQUOTED([CONVOY_HWLOC_BUILD_VERSION], ["${convoy_hwloc_version:-unknown}"],
     [hwloc's version as configure found it.])
 ])

@@ -110,3 +110,7 @@ tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
 EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+
+# Outside projects built against the installed convoy by .ci/test's "outside" phase.
+EXTRA_DIST += tests/outside/hello.c tests/outside/cmake/CMakeLists.txt \
+	tests/outside/pkgconfig/hello.mk
