@@ -90,6 +90,10 @@ EXTRA_DIST += tests/reference_params.sh
 TESTS += tests/tools_cli.sh
 EXTRA_DIST += tests/tools_cli.sh
 
+# doc/convoy.3 lists every function of convoy.h.
+TESTS += tests/man3_api.sh
+EXTRA_DIST += tests/man3_api.sh
+
 # Two processes with one CONVOY_TRACE=run-%p.json pattern write two traces.
 TESTS += tests/trace_procs.sh
 EXTRA_DIST += tests/trace_procs.sh doc/make-reference.sh doc/reference.md.in doc/example.c
