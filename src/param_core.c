@@ -8,9 +8,9 @@
 const convoy__param_def_t convoy__core_params[] = {
     {.name = "sched",
      .type = CONVOY__PARAM_STRING,
-     .def = "fifo",
-     .doc = "scheduler component: fifo (one task, one copy per flow) or batch (rings, fused "
-            "bounded copies)"},
+     .def = "batch",
+     .doc = "scheduler component: batch (rings, fused bounded copies; the one to use) or fifo "
+            "(one task, one copy per flow: the baseline batch is measured against)"},
     {.name = "devices",
      .type = CONVOY__PARAM_STRING,
      .def = "auto",

@@ -53,10 +53,10 @@ END_TEST
 
 START_TEST(sched_names)
 {
-    /* Proves: the default scheduler is fifo, and convoy_sched_name reports the one asked
+    /* Proves: the default scheduler is batch, and convoy_sched_name reports the one asked
      * for. */
     convoy_context_t *ctx = tu_init((const char *const[]){"devices", "host", NULL});
-    ck_assert_str_eq(convoy_sched_name(ctx), "fifo");
+    ck_assert_str_eq(convoy_sched_name(ctx), "batch");
     convoy_fini(ctx);
     const char *names[] = {"fifo", "batch"};
     for (int i = 0; i < 2; i++) {
