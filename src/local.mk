@@ -14,7 +14,8 @@ libconvoy_internal_la_SOURCES += \
 	src/trace.c \
 	src/trace_write.c \
 	src/version.c \
-	src/proc.c
+	src/proc.c \
+	src/bind.c
 
 noinst_HEADERS += \
 	src/util.h \
@@ -23,4 +24,5 @@ noinst_HEADERS += \
 	src/core.h \
 	src/trace.h \
 	src/trace_impl.h \
-	src/proc.h
+	src/proc.h \
+	src/bind.h

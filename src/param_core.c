@@ -21,11 +21,13 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "0",
      .min = 0,
      .max = 1024,
-     .doc = "CPU worker threads; 0 means one per core (hwloc)"},
+     .doc = "CPU worker threads; 0 means one per core of the CPUs the process is bound to "
+            "(taskset, mpirun --bind-to, srun --cpu-bind; hwloc_get_cpubind)"},
     {.name = "bind",
      .type = CONVOY__PARAM_BOOL,
      .def = "1",
-     .doc = "bind each CPU worker to one core (hwloc)"},
+     .doc = "bind CPU worker i to the i-th core of the process's CPUs (modulo their number); "
+            "0: workers run anywhere within the process's CPUs"},
     {.name = "verbose",
      .type = CONVOY__PARAM_CHOICE,
      .def = "warn",

@@ -17,7 +17,8 @@ convoy_check_suites = \
 	tests/check_plan \
 	tests/check_gpumem \
 	tests/check_version \
-	tests/check_trace_path
+	tests/check_trace_path \
+	tests/check_bind
 check_PROGRAMS += $(convoy_check_suites)
 TESTS += $(convoy_check_suites)
 
@@ -64,6 +65,10 @@ tests_check_version_LDADD = $(convoy_check_ldadd)
 tests_check_trace_path_SOURCES = tests/check_trace_path.c $(convoy_check_util)
 tests_check_trace_path_CFLAGS = $(convoy_check_cflags)
 tests_check_trace_path_LDADD = $(convoy_check_ldadd)
+
+tests_check_bind_SOURCES = tests/check_bind.c $(convoy_check_util)
+tests_check_bind_CFLAGS = $(convoy_check_cflags)
+tests_check_bind_LDADD = $(convoy_check_ldadd)
 endif
 
 if HAVE_CUDA
@@ -89,6 +94,10 @@ EXTRA_DIST += tests/reference_params.sh
 # The command lines of convoy-info and convoy-trace (exit codes, outputs).
 TESTS += tests/tools_cli.sh
 EXTRA_DIST += tests/tools_cli.sh
+
+# Under taskset -c 1, convoy's threads keep to CPU 1.
+TESTS += tests/bind_taskset.sh
+EXTRA_DIST += tests/bind_taskset.sh
 
 # doc/convoy.3 lists every function of convoy.h.
 TESTS += tests/man3_api.sh

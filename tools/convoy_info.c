@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/bind.h"
 #include "src/core.h"
 
 extern char **environ;
@@ -274,6 +275,52 @@ static void print_topology(int parsable)
     hwloc_topology_destroy(topo);
 }
 
+/* Where convoy_init would put each thread, from this process's binding (convoy-info run
+ * under taskset or a launcher shows what the program would get there). */
+static void print_binding(const convoy__params_t *params, int parsable)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0)
+        return;
+    hwloc_bitmap_t set = convoy__bind_process_set(topo);
+    if (set == NULL) {
+        hwloc_topology_destroy(topo);
+        return;
+    }
+    char text[512];
+    hwloc_bitmap_list_snprintf(text, sizeof(text), set);
+    int ncores = convoy__bind_core_count(topo, set);
+    int n = (int)convoy__param_int(params, "nthreads");
+    int bind = convoy__param_int(params, "bind") != 0;
+    if (n == 0)
+        n = ncores;
+    if (parsable)
+        printf("bind.process=%s\nbind.cores=%d\nbind.workers=%d\n", text, ncores, n);
+    else
+        printf("binding: this process may run on PUs %s (%d core(s)); %d CPU worker(s)%s\n", text,
+               ncores, n, bind ? "" : ", not bound (bind=0)");
+    for (int i = 0; i < n; i++) {
+        hwloc_bitmap_t w = bind ? convoy__bind_worker_set(topo, set, i) : hwloc_bitmap_dup(set);
+        if (w == NULL)
+            break;
+        hwloc_bitmap_list_snprintf(text, sizeof(text), w);
+        if (parsable)
+            printf("bind.worker.%d=%s\n", i, text);
+        else
+            printf("  cpu worker %-4d PUs %s\n", i, text);
+        hwloc_bitmap_free(w);
+    }
+    hwloc_bitmap_list_snprintf(text, sizeof(text), set);
+    if (parsable)
+        printf("bind.progress=%s\n", text);
+    else
+        printf("  progress threads: PUs %s (not bound to a core: they keep the binding of "
+               "the thread that calls convoy_init)\n",
+               text);
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(topo);
+}
+
 /* The checks convoy_init makes on sched and devices (names of components), made here so
  * that a bad value is an error rather than a "current" value. */
 static convoy_status_t check_names(const convoy__params_t *params)
@@ -330,8 +377,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: convoy-info [--parsable | --markdown] [--convoy-NAME=VALUE ...]\n"
                "       convoy-info --version | --help\n"
-               "Lists the build, schedulers, devices, what devices=auto selects, the topology\n"
-               "and every parameter (see convoy-info(1)).\n");
+               "Lists the build, schedulers, devices, what devices=auto selects, the topology,\n"
+               "where each thread would be bound, and every parameter (see convoy-info(1)).\n");
 }
 
 int main(int argc, char **argv)
@@ -397,6 +444,7 @@ int main(int argc, char **argv)
     print_build(parsable);
     print_components(parsable);
     print_topology(parsable);
+    print_binding(&params, parsable);
     if (!parsable)
         printf("parameters (current = defaults, then CONVOY_* variables, then options):\n");
     convoy__param_foreach_table(print_table, &o);
