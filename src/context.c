@@ -109,7 +109,9 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     convoy_status_t st = convoy__params_load(&ctx->params, argc, argv);
     if (st != CONVOY_SUCCESS)
         goto err;
-    convoy__log_threshold = level_of(convoy__param_str(&ctx->params, "verbose"));
+    atomic_store_explicit(&convoy__log_threshold,
+                          level_of(convoy__param_str(&ctx->params, "verbose")),
+                          memory_order_relaxed);
     const char *prefix = convoy__param_str(&ctx->params, "log_prefix");
     atomic_store(&convoy__log_prefix, strcmp(prefix, "on") == 0 || (strcmp(prefix, "auto") == 0 &&
                                                                     convoy__proc_rank() >= 0));

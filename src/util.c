@@ -14,7 +14,7 @@
 #include "src/proc.h"
 #include "src/util.h"
 
-int convoy__log_threshold = CONVOY__LOG_WARN;
+_Atomic int convoy__log_threshold = CONVOY__LOG_WARN;
 _Atomic int convoy__log_prefix;
 
 static _Thread_local char tls_error[1024] = "no error";
@@ -74,7 +74,7 @@ void convoy__log_impl(convoy__log_level_t level, const char *file, int line, con
         snprintf(who, sizeof(who), "[%s:%ld]", host, (long)getpid());
     }
     /* One fprintf per line so that lines of concurrent threads do not interleave. */
-    if (convoy__log_threshold >= CONVOY__LOG_DEBUG)
+    if (atomic_load_explicit(&convoy__log_threshold, memory_order_relaxed) >= CONVOY__LOG_DEBUG)
         fprintf(stderr, "convoy%s %s (%s:%d): %s\n", who, level_names[level], file, line, msg);
     else
         fprintf(stderr, "convoy%s %s: %s\n", who, level_names[level], msg);

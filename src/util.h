@@ -40,7 +40,9 @@ typedef enum convoy__log_level {
     CONVOY__LOG_TRACE = 4,
 } convoy__log_level_t;
 
-extern int convoy__log_threshold; /* set at init from the parameter 'verbose' */
+/* Set at init from the parameter 'verbose'; atomic because a second context's init sets
+ * it while the first one's threads log. */
+extern _Atomic int convoy__log_threshold;
 /* Set at init from the parameter 'log_prefix': 1 to start each line with host:pid. */
 extern _Atomic int convoy__log_prefix;
 
@@ -49,7 +51,8 @@ void convoy__log_impl(convoy__log_level_t level, const char *file, int line, con
 
 #define convoy__log(level, ...)                                                                    \
     do {                                                                                           \
-        if (CONVOY__UNLIKELY((int)(level) <= convoy__log_threshold))                               \
+        if (CONVOY__UNLIKELY((int)(level) <=                                                       \
+                             atomic_load_explicit(&convoy__log_threshold, memory_order_relaxed)))  \
             convoy__log_impl((level), __FILE__, __LINE__, __VA_ARGS__);                            \
     } while (0)
 #define convoy__log_error(...) convoy__log(CONVOY__LOG_ERROR, __VA_ARGS__)

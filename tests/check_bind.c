@@ -28,12 +28,20 @@ static int one_cpu(void)
     return CPU_ISSET(1, &all) ? 1 : 0;
 }
 
+/* Every thread of the process, as taskset does it: the process's binding is the union
+ * of its threads' (a sanitizer's helper thread included). */
 static void restrict_to(int cpu)
 {
     cpu_set_t s;
     CPU_ZERO(&s);
     CPU_SET(cpu, &s);
-    ck_assert_int_eq(sched_setaffinity(0, sizeof(s), &s), 0);
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            ck_assert_int_eq(sched_setaffinity((pid_t)atoi(e->d_name), sizeof(s), &s), 0);
+    closedir(d);
 }
 
 /* Assert that every thread of the process may run only on cpu; returns how many. */

@@ -336,8 +336,8 @@ START_TEST(precedence)
 
     /* Environment over preset. */
     setenv("CONVOY_NTHREADS", "5", 1);
-    ctx = tu_init((const char *const[]){"devices", "host", "nthreads", "3", "sched", "fifo",
-                                        "bind", "0", NULL});
+    ctx = tu_init((const char *const[]){"devices", "host", "nthreads", "3", "sched", "fifo", "bind",
+                                        "0", NULL});
     get(ctx, "nthreads", buf, sizeof(buf));
     ck_assert_str_eq(buf, "5");
     get(ctx, "sched", buf, sizeof(buf));
@@ -348,7 +348,7 @@ START_TEST(precedence)
 
     /* Option over environment, in both forms and with dashes for underscores. */
     setenv("CONVOY_SCHED", "batch", 1);
-    char *args[] = {"prog",  "--convoy-nthreads=7",      "--convoy-sched",
+    char *args[] = {"prog", "--convoy-nthreads=7",      "--convoy-sched",
                     "fifo", "--convoy-trace-flows=yes", NULL};
     char **argv = args;
     int argc = 5;
