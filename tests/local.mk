@@ -110,11 +110,15 @@ EXTRA_DIST += tests/trace_procs.sh doc/make-reference.sh doc/reference.md.in doc
 # The trace: its Check suite (runtime + reader) and a bounded fuzz run of the reader.
 if HAVE_JANSSON
 if HAVE_CHECK
-check_PROGRAMS += tests/check_trace
-TESTS += tests/check_trace
+check_PROGRAMS += tests/check_trace tests/check_trace_read
+TESTS += tests/check_trace tests/check_trace_read
 tests_check_trace_SOURCES = tests/check_trace.c $(convoy_check_util) $(convoy_trace_reader)
 tests_check_trace_CFLAGS = $(convoy_check_cflags) $(JANSSON_CFLAGS)
 tests_check_trace_LDADD = $(convoy_check_ldadd) $(JANSSON_LIBS)
+tests_check_trace_read_SOURCES = tests/check_trace_read.c $(convoy_check_util) \
+	$(convoy_trace_reader)
+tests_check_trace_read_CFLAGS = $(convoy_check_cflags) $(JANSSON_CFLAGS)
+tests_check_trace_read_LDADD = $(convoy_check_ldadd) $(JANSSON_LIBS)
 endif
 check_PROGRAMS += tests/trace_fuzz
 TESTS += tests/trace_fuzz
@@ -122,7 +126,7 @@ tests_trace_fuzz_SOURCES = tests/trace_fuzz.c $(convoy_trace_reader)
 tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
-EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+EXTRA_DIST += tests/check_trace.c tests/check_trace_read.c tests/trace_fuzz.c
 
 # Outside projects built against the installed convoy by .ci/test's "outside" phase.
 EXTRA_DIST += tests/outside/hello.c tests/outside/cmake/CMakeLists.txt \
