@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "device/pipeline_impl.h"
+#include "src/bind.h"
 
 static convoy__pipe_t *pipe_of(const convoy__device_t *dev)
 {
@@ -164,6 +165,12 @@ static void *progress_main(void *arg)
 {
     convoy__pipe_t *p = arg;
     convoy_context_t *ctx = p->ctx;
+    if (convoy__param_int(&ctx->params, "bind")) {
+        /* Within the process's binding (the launcher's); no device locality yet. */
+        char what[48];
+        snprintf(what, sizeof(what), "%s progress", p->dev->name);
+        convoy__bind_progress_thread(ctx, NULL, what);
+    }
     if (ctx->trace != NULL) {
         convoy__trace_name(ctx->trace, p->queue, -1, p->dev->name);
         convoy__trace_name(ctx->trace, p->queue, 0, "progress");

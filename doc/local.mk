@@ -1,6 +1,8 @@
-# doc/: documentation shipped in the tarball.
+# doc/: documentation shipped in the tarball. The user documents are installed in
+# $(docdir) as well, the API's overview page as convoy(3).
 
-EXTRA_DIST += \
+dist_doc_DATA = \
+	LICENSE \
 	README.md \
 	doc/guide.md \
 	doc/reference.md \
@@ -8,7 +10,15 @@ EXTRA_DIST += \
 	doc/design.md \
 	doc/tracing.md \
 	doc/robustness.md \
-	doc/results.md \
+	doc/cuda.md \
+	doc/threads.md \
+	doc/physics.md \
+	doc/intended-design.md \
+	doc/results.md
+
+dist_man3_MANS = doc/convoy.3
+
+EXTRA_DIST += \
 	doc/results/plot.sh \
 	doc/results/copy_paths_h2d.svg \
 	doc/results/copy_paths_d2h.svg \

@@ -11,6 +11,9 @@
  *    negative code. The message of the last error is convoy_last_error().
  *  - Output parameters come last, end in _p, and are set only on success.
  *  - Nothing aborts the process on user error.
+ *
+ * Copyright (c) 2026, the convoy authors. Released under the BSD 3-Clause License: see
+ * the file LICENSE, which covers every file of convoy.
  */
 #ifndef CONVOY_H
 #define CONVOY_H
@@ -295,6 +298,30 @@ const char *convoy_sched_name(const convoy_context_t *ctx);
 /** Number of accelerators in use, and the name of one ("sim0", "cuda0"). */
 int convoy_accel_count(const convoy_context_t *ctx);
 const char *convoy_accel_name(const convoy_context_t *ctx, int index);
+
+/* ---------------------------------------------------------------------------------
+ * Version and build
+ * ------------------------------------------------------------------------------ */
+
+/* CONVOY_VERSION_MAJOR, _MINOR, _PATCH, CONVOY_VERSION ("0.1.0") and
+ * CONVOY_VERSION_NUMBER: the version of these headers. */
+#include "convoy_version.h"
+
+/**
+ * The version of the library the program runs with (which may differ from the headers'
+ * CONVOY_VERSION_* when a shared library was replaced). Each pointer may be NULL.
+ * Thread-safe, callable before convoy_init.
+ */
+void convoy_version(int *major, int *minor, int *patch);
+
+/**
+ * 1 when this build of the library holds the device component of that kind (CPU and SIM
+ * always; CUDA and HIP when configure found them), 0 otherwise, also for a kind out of
+ * range. Whether a device of that kind is present on the machine is a separate question:
+ * convoy_init with CONVOY_DEVICES=cuda answers it. Thread-safe, callable before
+ * convoy_init.
+ */
+int convoy_build_has_device(convoy_device_kind_t kind);
 
 #ifdef __cplusplus
 }

@@ -174,7 +174,6 @@ convoy_status_t convoy__select_devices(convoy_context_t *ctx)
 
     by_priority(order, n);
     const convoy__params_t *params = &ctx->params;
-    int real_accel = 0;
     for (int k = 0; k < n; k++) {
         int i = order[k];
         const convoy__device_component_t *c = convoy__device_components[i];
@@ -192,16 +191,19 @@ convoy_status_t convoy__select_devices(convoy_context_t *ctx)
             continue;
         }
         int sim = c->kind == CONVOY_DEVICE_SIM;
-        /* Without an explicit list, every real accelerator is used and sim only when
-         * there is none; with a list, exactly what it names. */
+        /* Without an explicit list, every real accelerator is used (the CPUs alone when
+         * there is none); with a list, exactly what it names. */
         if (explicit_list && wanted[i] == 0) {
             convoy__log_info("device %s (priority %d) not used: not named by devices='%s'", c->name,
                              c->priority, spec);
             continue;
         }
-        if (sim && !explicit_list && real_accel > 0) {
-            convoy__log_info("device %s (priority %d) not used: %d real accelerator(s) are",
-                             c->name, c->priority, real_accel);
+        if (sim && !explicit_list) {
+            /* An emulation that sleeps to model an H200 is never what a program that
+             * named nothing wants: without a GPU it runs on the CPUs. */
+            convoy__log_info("device %s (priority %d) not used: devices=auto takes real "
+                             "accelerators only (name sim to use it)",
+                             c->name, c->priority);
             continue;
         }
         int count = c->query(params, why, sizeof(why));
@@ -218,8 +220,6 @@ convoy_status_t convoy__select_devices(convoy_context_t *ctx)
                          count);
         if ((st = open_component(ctx, c, count)) != CONVOY_SUCCESS)
             goto out;
-        if (!sim)
-            real_accel += count;
     }
     ctx->use_cpu_only = ctx->naccel == 0;
 out:

@@ -13,6 +13,7 @@
 #include "src/coherence.h"
 #include "src/context.h"
 #include "src/core.h"
+#include "src/proc.h"
 
 const convoy__params_t *convoy__ctx_params(const convoy_context_t *ctx)
 {
@@ -117,6 +118,9 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     ctx->cpu_write_backup = (int)convoy__param_int(&ctx->params, "cpu_write_backup");
     if ((st = convoy__classes_init_internal(ctx)) != CONVOY_SUCCESS)
         goto err;
+    const char *prefix = convoy__param_str(&ctx->params, "log_prefix");
+    atomic_store(&convoy__log_prefix, strcmp(prefix, "on") == 0 || (strcmp(prefix, "auto") == 0 &&
+                                                                    convoy__proc_rank() >= 0));
 
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0) {

@@ -14,7 +14,10 @@ libconvoy_internal_la_SOURCES += \
 	src/hostmem.c \
 	src/coherence.c \
 	src/trace.c \
-	src/trace_write.c
+	src/trace_write.c \
+	src/version.c \
+	src/proc.c \
+	src/bind.c
 
 noinst_HEADERS += \
 	src/util.h \
@@ -23,4 +26,6 @@ noinst_HEADERS += \
 	src/core.h \
 	src/coherence.h \
 	src/trace.h \
-	src/trace_impl.h
+	src/trace_impl.h \
+	src/proc.h \
+	src/bind.h

@@ -69,35 +69,45 @@ static convoy_status_t check_devices(const convoy__param_def_t *def, const char 
 const convoy__param_def_t convoy__core_params[] = {
     {.name = "sched",
      .type = CONVOY__PARAM_STRING,
-     .def = "fifo",
-     .doc = "scheduler component: fifo (one task, one copy per flow) or batch (rings, fused "
-            "bounded copies)",
+     .def = "batch",
+     .doc = "scheduler component: batch (rings, fused bounded copies; the one to use) or fifo "
+            "(one task, one copy per flow: the baseline batch is measured against)",
      .check = check_sched},
     {.name = "devices",
      .type = CONVOY__PARAM_STRING,
      .def = "auto",
-     .doc = "devices to use: auto (GPUs if any, else sim), a list 'host,sim,cuda', or "
-            "'^name' to exclude; the CPUs (host) are always used",
+     .doc = "devices to use: auto (every GPU; the CPUs alone when there is none), a list "
+            "'host,sim,cuda', or '^name' to exclude; the CPUs (host) are always used",
      .check = check_devices},
     {.name = "nthreads",
      .type = CONVOY__PARAM_INT,
      .def = "0",
      .min = 0,
      .max = 1024,
-     .doc = "CPU worker threads; 0 means one per core (hwloc)"},
+     .doc = "CPU worker threads; 0 means one per core of the CPUs the process is bound to "
+            "(taskset, mpirun --bind-to, srun --cpu-bind; hwloc_get_cpubind)"},
     {.name = "bind",
      .type = CONVOY__PARAM_BOOL,
      .def = "1",
-     .doc = "bind each CPU worker to one core (hwloc)"},
+     .doc = "bind CPU worker i to the i-th core of the process's CPUs (modulo their number); "
+            "0: workers run anywhere within the process's CPUs"},
     {.name = "verbose",
      .type = CONVOY__PARAM_CHOICE,
      .def = "warn",
      .choices = "error|warn|info|debug|trace",
      .doc = "the most detailed log level printed"},
+    {.name = "log_prefix",
+     .type = CONVOY__PARAM_CHOICE,
+     .def = "auto",
+     .choices = "auto|on|off",
+     .doc = "start each log line with [host:pid]: on, off, or auto (on when a launcher rank "
+            "variable is set: OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID)"},
     {.name = "trace",
      .type = CONVOY__PARAM_STRING,
      .def = "",
-     .doc = "write a Chrome trace-event JSON file to this path at fini (empty: no trace)"},
+     .doc = "write a Chrome trace-event JSON file to this path at fini (empty: no trace); %p "
+            "is replaced by the pid, %h the host name, %r the launcher rank (0 without one), "
+            "%% a %; an existing path must be a regular file (doc/tracing.md)"},
     {.name = "trace_flows",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/proc.h"
 #include "src/trace.h"
 #include "src/trace_impl.h"
 #include "src/util.h"
@@ -48,39 +49,122 @@ static _Thread_local uint64_t tls_gen;
 static _Thread_local tbuf_t *tls_buf;
 static _Thread_local uint64_t tls_serial; /* 0 until the thread first emits */
 
-convoy_status_t convoy__trace_open(convoy_context_t *ctx, const char *path, int flows,
+/* The traces open in this process, by key: a second context writing to the same file
+ * would have its trace silently replaced by the first one's rename (or the reverse). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static convoy__trace_t *open_traces;
+
+/* The path with its folder made absolute ("./a.json" and "a.json" are one file); the
+ * path itself when the folder cannot be resolved (opening the file will then fail). */
+static char *path_key(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash == NULL ? strdup(".") : strndup(path, (size_t)(slash - path) + 1);
+    char *real = dir != NULL ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (real == NULL)
+        return strdup(path);
+    const char *base = slash == NULL ? path : slash + 1;
+    size_t len = strlen(real) + strlen(base) + 2;
+    char *key = malloc(len);
+    if (key != NULL)
+        snprintf(key, len, "%s/%s", real, base);
+    free(real);
+    return key;
+}
+
+/* 0 when t's key was free and t is now in the table. */
+static int claim_path(convoy__trace_t *t)
+{
+    pthread_mutex_lock(&open_lock);
+    convoy__trace_t *o = open_traces;
+    while (o != NULL && strcmp(o->key, t->key) != 0)
+        o = o->next_open;
+    if (o == NULL) {
+        t->next_open = open_traces;
+        open_traces = t;
+    }
+    pthread_mutex_unlock(&open_lock);
+    return o == NULL ? 0 : -1;
+}
+
+static void release_path(convoy__trace_t *t)
+{
+    pthread_mutex_lock(&open_lock);
+    for (convoy__trace_t **p = &open_traces; *p != NULL; p = &(*p)->next_open)
+        if (*p == t) {
+            *p = t->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_lock);
+}
+
+/* CONVOY_ERR_IO when path exists and is not a regular file: the rename at close would
+ * replace a symbolic link, a device (as root, /dev/null) or fail on a folder. */
+static convoy_status_t check_target(convoy_context_t *ctx, const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+        return CONVOY_SUCCESS;
+    const char *what = S_ISDIR(sb.st_mode)                          ? "a directory"
+                       : S_ISLNK(sb.st_mode)                        ? "a symbolic link"
+                       : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                    : "not a regular file";
+    return convoy__error(ctx, CONVOY_ERR_IO,
+                         "cannot write the trace to %s: it exists and is %s (a trace replaces "
+                         "only a regular file)",
+                         path, what);
+}
+
+convoy_status_t convoy__trace_open(convoy_context_t *ctx, const char *pattern, int flows,
                                    convoy__trace_t **trace_p)
 {
-    if (path == NULL || path[0] == '\0')
+    if (pattern == NULL || pattern[0] == '\0')
         return convoy__error(ctx, CONVOY_ERR_INVALID, "trace: empty file name");
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return convoy__error(ctx, CONVOY_ERR_IO, "cannot write the trace to %s: %s", path,
-                             strerror(EISDIR));
     convoy__trace_t *t = convoy__calloc(ctx, 1, sizeof(*t), "the trace");
     if (t == NULL)
         return CONVOY_ERR_NOMEM;
-    size_t len = strlen(path) + 32;
-    convoy_status_t st = CONVOY_ERR_NOMEM;
-    if ((t->path = strdup(path)) == NULL || (t->tmp_path = malloc(len)) == NULL) {
+    t->fd = -1;
+    convoy_status_t st = convoy__proc_expand_path(pattern, &t->path);
+    if (st != CONVOY_SUCCESS) {
+        char msg[512]; /* convoy__error writes over the message it would quote */
+        snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
+        convoy__error(ctx, st, "%s (parameter 'trace')", msg);
+        goto err;
+    }
+    if ((st = check_target(ctx, t->path)) != CONVOY_SUCCESS)
+        goto err;
+    st = CONVOY_ERR_NOMEM;
+    size_t len = strlen(t->path) + 64;
+    if ((t->key = path_key(t->path)) == NULL || (t->tmp_path = malloc(len)) == NULL) {
         convoy__error(ctx, st, "out of host memory for the trace's path");
         goto err;
     }
-    snprintf(t->tmp_path, len, "%s.tmp.%ld", path, (long)getpid());
-    t->fd = open(t->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    t->gen = atomic_fetch_add(&next_gen, 1);
+    if (claim_path(t) != 0) {
+        st = convoy__error(ctx, CONVOY_ERR_IO,
+                           "cannot write the trace to %s: another context of this process is "
+                           "writing its trace there (give each a path of its own)",
+                           t->path);
+        goto err;
+    }
+    /* Unique per open: two processes (or contexts) never share a temporary file. */
+    snprintf(t->tmp_path, len, "%s.tmp.%ld.%" PRIu64, t->path, (long)getpid(), t->gen);
+    t->fd = open(t->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (t->fd < 0) {
-        st = convoy__error(ctx, CONVOY_ERR_IO, "cannot write the trace to %s: %s", path,
+        st = convoy__error(ctx, CONVOY_ERR_IO, "cannot write the trace to %s: %s", t->path,
                            strerror(errno));
+        release_path(t);
         goto err;
     }
     pthread_mutex_init(&t->lock, NULL);
-    t->gen = atomic_fetch_add(&next_gen, 1);
     t->flows = flows != 0;
     t->t0_ns = convoy__now_ns();
     *trace_p = t;
     return CONVOY_SUCCESS;
 err:
     free(t->path);
+    free(t->key);
     free(t->tmp_path);
     free(t);
     return st;
@@ -104,7 +188,9 @@ static void free_all(convoy__trace_t *t)
     free(t->ikeys);
     free(t->ivals);
     pthread_mutex_destroy(&t->lock);
+    release_path(t);
     free(t->path);
+    free(t->key);
     free(t->tmp_path);
     free(t);
 }
@@ -318,13 +404,16 @@ convoy_status_t convoy__trace_close(convoy__trace_t *t)
         st = convoy__error(NULL, CONVOY_ERR_NOMEM, "out of host memory writing the trace to %s",
                            t->path);
     } else {
-        if (err == 0 && close(t->fd) != 0)
+        /* Closed on a failed write too (which left the descriptor open before). */
+        if (close(t->fd) != 0 && err == 0)
             err = errno;
         t->fd = -1;
         if (err != 0)
             st = convoy__error(NULL, CONVOY_ERR_IO, "cannot write the trace to %s: %s", t->path,
                                strerror(err));
-        else if (rename(t->tmp_path, t->path) != 0)
+        else
+            st = check_target(NULL, t->path); /* made since open? */
+        if (st == CONVOY_SUCCESS && rename(t->tmp_path, t->path) != 0)
             st = convoy__error(NULL, CONVOY_ERR_IO, "cannot rename %s to %s: %s", t->tmp_path,
                                t->path, strerror(errno));
     }

@@ -4,7 +4,8 @@
  * when off (callers test ctx->trace) and little when on. Internal to convoy.
  *
  * Processes: pid 0 is the CPUs (one thread per worker, plus the inserting threads),
- * pid 1 + i is accelerator i (one thread per stream, plus its progress thread).
+ * pid 1 + i is accelerator i (one thread per stream, plus its progress thread). The
+ * writer adds 1 to every pid and tid (trace_write.c says why).
  */
 #ifndef CONVOY_TRACE_H
 #define CONVOY_TRACE_H

@@ -50,8 +50,10 @@ struct convoy__trace {
     const char **ikeys; /* intern table: open addressing on the pointer */
     char **ivals;
     size_t icap, icount;
-    char *path, *tmp_path;
-    int fd; /* the temporary file, open since trace_open */
+    char *path, *tmp_path;           /* path: expanded (%p, %h, %r) */
+    char *key;                       /* the path made absolute, for the table of open traces */
+    struct convoy__trace *next_open; /* the table of traces open in this process */
+    int fd;                          /* the temporary file, open since trace_open */
     int flows;
     uint64_t t0_ns;
     _Atomic uint64_t dropped; /* events lost to a failed allocation */

@@ -25,7 +25,11 @@
 #define PACKAGE_VERSION "unknown"
 #endif
 
-#define TASKS_TID 32767         /* the task lifecycle lane of pid 0: above any worker index */
+/* Recorded pid p and tid t are written as p + 1 and t + 1: Perfetto takes pid 0 and tid 0
+ * for the kernel's idle task (swapper), so the CPUs (pid 0) and worker 0 would merge with
+ * it. Writing a number once, here, keeps the recorders' numbering (trace.h) simple. */
+#define OUT_ID(x) ((int64_t)(x) + 1)
+#define TASKS_TID 32766         /* the task lifecycle lane of pid 0 (written 32767) */
 #define MAX_DUR_NS (1ull << 62) /* a longer duration is a clock wrap: written as 0 */
 
 static const char *const step_names[] = {"inserted",  "ready",  "staged-in", "executed",
@@ -193,9 +197,9 @@ static void put_head(out_t *o, const convoy__trace_t *t, const char *ph, const c
     put_lit(o, ",\"cat\":\"");
     put_lit(o, cat);
     put_lit(o, "\",\"pid\":");
-    put_i64(o, pid);
+    put_i64(o, OUT_ID(pid));
     put_lit(o, ",\"tid\":");
-    put_i64(o, tid);
+    put_i64(o, OUT_ID(tid));
     put_us(o, "ts", rel_ts(t, ts_ns));
 }
 
@@ -373,9 +377,9 @@ static void put_meta(out_t *o, const char *what, int pid, int tid, const char *n
     put_lit(o, "{\"ph\":\"M\",\"name\":\"");
     put_lit(o, what);
     put_lit(o, "\",\"pid\":");
-    put_i64(o, pid);
+    put_i64(o, OUT_ID(pid));
     put_lit(o, ",\"tid\":");
-    put_i64(o, tid);
+    put_i64(o, OUT_ID(tid));
     put_lit(o, ",\"args\":{\"name\":");
     put_string(o, name);
     put_lit(o, "}}");
@@ -446,13 +450,18 @@ static int write_events(convoy__trace_t *t, out_t *f)
     put_meta(f, "thread_name", 0, TASKS_TID, "tasks");
     for (size_t i = 0; i < nx; i++)
         put_complete(f, t, xs[i]);
+    /* Flow events last: Perfetto binds a flow event to the slice open on its track when
+     * it reads it, so the lifecycle instant it leaves or reaches (at the same timestamp)
+     * must come earlier in the file. */
     uint64_t flow_id = 0;
-    FOR_EACH_EVENT(t, e)
-    {
-        if (!is_complete(e))
-            put_other(f, t, e, &tasks, &flow_id);
-    }
-    put_lit(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"convoy_version\":");
+    for (int flows = 0; flows < 2; flows++)
+        FOR_EACH_EVENT(t, e)
+        {
+            if (!is_complete(e) && (e->kind == CONVOY__EV_FLOW) == flows)
+                put_other(f, t, e, &tasks, &flow_id);
+        }
+    /* No displayTimeUnit: older trace processors read "ns" as the unit of ts itself. */
+    put_lit(f, "\n],\"otherData\":{\"convoy_version\":");
     put_string(f, PACKAGE_VERSION);
     put_key(f, "events");
     put_u64(f, total);

@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/core.h"
+#include "src/proc.h"
 #include "src/util.h"
 
 _Atomic int convoy__log_threshold = CONVOY__LOG_WARN;
+_Atomic int convoy__log_prefix;
 
 static _Thread_local char tls_error[1024] = "no error";
 
@@ -69,11 +72,18 @@ void convoy__log_impl(convoy__log_level_t level, const char *file, int line, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    /* host:pid made for each line (lines are rare): a forked child logs its own pid. */
+    char who[300] = "";
+    if (atomic_load_explicit(&convoy__log_prefix, memory_order_relaxed)) {
+        char host[256];
+        convoy__proc_host(host, sizeof(host));
+        snprintf(who, sizeof(who), "[%s:%ld]", host, (long)getpid());
+    }
     /* One fprintf per line so that lines of concurrent threads do not interleave. */
     if (atomic_load_explicit(&convoy__log_threshold, memory_order_relaxed) >= CONVOY__LOG_DEBUG)
-        fprintf(stderr, "convoy %s (%s:%d): %s\n", level_names[level], file, line, msg);
+        fprintf(stderr, "convoy%s %s (%s:%d): %s\n", who, level_names[level], file, line, msg);
     else
-        fprintf(stderr, "convoy %s: %s\n", level_names[level], msg);
+        fprintf(stderr, "convoy%s %s: %s\n", who, level_names[level], msg);
 }
 
 void convoy__sleep_until_ns(uint64_t deadline_ns)

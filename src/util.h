@@ -44,6 +44,8 @@ typedef enum convoy__log_level {
  * parameter 'verbose' (with several contexts, the last one started wins for these), read
  * with one relaxed load. */
 extern _Atomic int convoy__log_threshold;
+/* Set at init from the parameter 'log_prefix': 1 to start each line with host:pid. */
+extern _Atomic int convoy__log_prefix;
 
 void convoy__log_impl(convoy__log_level_t level, const char *file, int line, const char *fmt, ...)
     CONVOY__PRINTF(4, 5);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "device/host/host.h"
+#include "src/bind.h"
 #include "src/core.h"
 
 #define CONVOY__CPU_RING_MAX 64 /* tasks a CPU worker takes at once */
@@ -76,20 +77,17 @@ static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t
 typedef struct worker_arg {
     convoy_context_t *ctx;
     int index;
+    hwloc_bitmap_t cpus; /* where to bind (src/bind.c), owned; NULL: do not bind */
 } worker_arg_t;
 
-static void bind_worker(convoy_context_t *ctx, int index)
+static void bind_worker(convoy_context_t *ctx, int index, hwloc_const_bitmap_t cpus)
 {
-    hwloc_topology_t topo = ctx->topology;
-    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-    if (ncores <= 0)
-        return;
-    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)(index % ncores));
-    if (core == NULL || core->cpuset == NULL)
-        return;
-    if (hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD) != 0)
-        convoy__log_info("CPU worker %d: binding to core %d failed; running unbound", index,
-                         index % ncores);
+    char text[256];
+    hwloc_bitmap_list_snprintf(text, sizeof(text), cpus);
+    if (hwloc_set_cpubind(ctx->topology, cpus, HWLOC_CPUBIND_THREAD) != 0)
+        convoy__log_info("CPU worker %d: binding to PUs %s failed; running unbound", index, text);
+    else
+        convoy__log_debug("CPU worker %d bound to PUs %s", index, text);
 }
 
 static void *worker_main(void *p)
@@ -97,9 +95,10 @@ static void *worker_main(void *p)
     worker_arg_t *arg = p;
     convoy_context_t *ctx = arg->ctx;
     int index = arg->index;
+    if (arg->cpus != NULL)
+        bind_worker(ctx, index, arg->cpus);
+    hwloc_bitmap_free(arg->cpus);
     free(arg);
-    if (convoy__param_int(&ctx->params, "bind"))
-        bind_worker(ctx, index);
     if (ctx->trace != NULL) {
         char name[32];
         snprintf(name, sizeof(name), "cpu worker %d", index);
@@ -129,29 +128,41 @@ static void *worker_main(void *p)
 
 convoy_status_t convoy__workers_start(convoy_context_t *ctx)
 {
+    /* Within the process's binding (a launcher's, taskset's), not the whole machine. */
+    hwloc_topology_t topo = ctx->topology;
+    hwloc_bitmap_t procset = convoy__bind_process_set(topo);
+    if (procset == NULL)
+        return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of host memory for the CPU binding");
     int n = (int)convoy__param_int(&ctx->params, "nthreads");
-    if (n == 0) {
-        n = hwloc_get_nbobjs_by_type((hwloc_topology_t)ctx->topology, HWLOC_OBJ_CORE);
-        if (n <= 0)
-            n = 1;
-    }
+    if (n == 0)
+        n = convoy__bind_core_count(topo, procset);
+    int bind = convoy__param_int(&ctx->params, "bind") != 0;
     ctx->workers = convoy__calloc(ctx, (size_t)n, sizeof(pthread_t), "CPU workers");
-    if (ctx->workers == NULL)
+    if (ctx->workers == NULL) {
+        hwloc_bitmap_free(procset);
         return CONVOY_ERR_NOMEM;
+    }
     for (int i = 0; i < n; i++) {
         worker_arg_t *arg = malloc(sizeof(*arg));
         int rc = arg == NULL ? ENOMEM : 0;
         if (arg != NULL) {
             *arg = (worker_arg_t){.ctx = ctx, .index = i};
-            rc = pthread_create(&ctx->workers[i], NULL, worker_main, arg);
+            if (bind && (arg->cpus = convoy__bind_worker_set(topo, procset, i)) == NULL)
+                rc = ENOMEM;
         }
+        if (rc == 0)
+            rc = pthread_create(&ctx->workers[i], NULL, worker_main, arg);
         if (rc != 0) {
+            if (arg != NULL)
+                hwloc_bitmap_free(arg->cpus);
             free(arg);
+            hwloc_bitmap_free(procset);
             return convoy__error(NULL, CONVOY_ERR_NOMEM, "could not start CPU worker %d of %d: %s",
                                  i, n, strerror(rc));
         }
         ctx->nworkers++;
     }
+    hwloc_bitmap_free(procset);
     return CONVOY_SUCCESS;
 }
 

@@ -250,7 +250,7 @@ START_TEST(unknown_names)
     /* A short buffer gets a truncated, terminated value. */
     memset(buf, 'x', sizeof(buf));
     ck_assert_int_eq(convoy_param_get(ctx, "sched", buf, 3), CONVOY_SUCCESS);
-    ck_assert_str_eq(buf, "fi");
+    ck_assert_str_eq(buf, "ba"); /* "batch", the default */
     convoy_fini(ctx);
 }
 END_TEST
@@ -323,47 +323,47 @@ START_TEST(precedence)
     get(ctx, "nthreads", buf, sizeof(buf));
     ck_assert_str_eq(buf, "0");
     get(ctx, "sched", buf, sizeof(buf));
-    ck_assert_str_eq(buf, "fifo");
+    ck_assert_str_eq(buf, "batch");
     convoy_fini(ctx);
 
     /* Presets, the later one winning. */
     ctx = tu_init((const char *const[]){"devices", "host", "nthreads", "2", "nthreads", "3",
-                                        "sched", "batch", NULL});
+                                        "sched", "fifo", NULL});
     get(ctx, "nthreads", buf, sizeof(buf));
     ck_assert_str_eq(buf, "3");
     get(ctx, "sched", buf, sizeof(buf));
-    ck_assert_str_eq(buf, "batch");
-    ck_assert_str_eq(convoy_sched_name(ctx), "batch");
+    ck_assert_str_eq(buf, "fifo");
+    ck_assert_str_eq(convoy_sched_name(ctx), "fifo");
     convoy_fini(ctx);
 
     /* Environment over preset. */
     setenv("CONVOY_NTHREADS", "5", 1);
-    ctx = tu_init((const char *const[]){"devices", "host", "nthreads", "3", "sched", "batch",
-                                        "bind", "0", NULL});
+    ctx = tu_init((const char *const[]){"devices", "host", "nthreads", "3", "sched", "fifo", "bind",
+                                        "0", NULL});
     get(ctx, "nthreads", buf, sizeof(buf));
     ck_assert_str_eq(buf, "5");
     get(ctx, "sched", buf, sizeof(buf));
-    ck_assert_str_eq(buf, "batch");
+    ck_assert_str_eq(buf, "fifo");
     get(ctx, "bind", buf, sizeof(buf));
     ck_assert_str_eq(buf, "0");
     convoy_fini(ctx);
 
     /* Option over environment, in both forms and with dashes for underscores. */
-    setenv("CONVOY_SCHED", "fifo", 1);
-    char *args[] = {"prog",  "--convoy-nthreads=7",      "--convoy-sched",
-                    "batch", "--convoy-trace-flows=yes", NULL};
+    setenv("CONVOY_SCHED", "batch", 1);
+    char *args[] = {"prog", "--convoy-nthreads=7",      "--convoy-sched",
+                    "fifo", "--convoy-trace-flows=yes", NULL};
     char **argv = args;
     int argc = 5;
     tu_set_presets(
-        (const char *const[]){"devices", "host", "nthreads", "3", "sched", "fifo", NULL});
+        (const char *const[]){"devices", "host", "nthreads", "3", "sched", "batch", NULL});
     ctx = NULL;
     convoy_status_t st = convoy_init(&argc, &argv, &ctx);
     ck_assert_msg(st == CONVOY_SUCCESS, "%s", convoy_last_error(NULL));
     get(ctx, "nthreads", buf, sizeof(buf));
     ck_assert_str_eq(buf, "7");
     get(ctx, "sched", buf, sizeof(buf));
-    ck_assert_str_eq(buf, "batch");
-    ck_assert_str_eq(convoy_sched_name(ctx), "batch");
+    ck_assert_str_eq(buf, "fifo");
+    ck_assert_str_eq(convoy_sched_name(ctx), "fifo");
     get(ctx, "trace_flows", buf, sizeof(buf));
     ck_assert_str_eq(buf, "yes");
     ck_assert_int_eq(convoy__param_lookup(&ctx->params, "nthreads")->source, CONVOY__FROM_OPTION);
@@ -381,12 +381,12 @@ START_TEST(preset_clear)
      * every later init until cleared. */
     char buf[64];
     ck_assert_int_eq(convoy_param_preset("devices", "host"), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_param_preset("sched", "batch"), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_param_preset("sched", "fifo"), CONVOY_SUCCESS);
     for (int round = 0; round < 2; round++) {
         convoy_context_t *ctx = NULL;
         ck_assert_int_eq(convoy_init(NULL, NULL, &ctx), CONVOY_SUCCESS);
         get(ctx, "sched", buf, sizeof(buf));
-        ck_assert_str_eq(buf, "batch");
+        ck_assert_str_eq(buf, "fifo");
         convoy_fini(ctx);
     }
     convoy_param_preset_clear();
@@ -395,7 +395,7 @@ START_TEST(preset_clear)
     convoy_context_t *ctx = NULL;
     ck_assert_int_eq(convoy_init(NULL, NULL, &ctx), CONVOY_SUCCESS);
     get(ctx, "sched", buf, sizeof(buf));
-    ck_assert_str_eq(buf, "fifo");
+    ck_assert_str_eq(buf, "batch");
     convoy_fini(ctx);
 }
 END_TEST

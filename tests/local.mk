@@ -17,7 +17,10 @@ convoy_check_suites = \
 	tests/check_batch \
 	tests/check_plan \
 	tests/check_gpumem \
-	tests/check_robust
+	tests/check_robust \
+	tests/check_version \
+	tests/check_trace_path \
+	tests/check_bind
 if CONVOY_MODULES
 convoy_check_suites += tests/check_module
 endif
@@ -95,6 +98,18 @@ tests_check_gpumem_LDADD = $(convoy_check_ldadd)
 tests_check_robust_SOURCES = tests/check_robust.c $(convoy_check_util)
 tests_check_robust_CFLAGS = $(convoy_check_cflags)
 tests_check_robust_LDADD = $(convoy_check_ldadd)
+
+tests_check_version_SOURCES = tests/check_version.c $(convoy_check_util)
+tests_check_version_CFLAGS = $(convoy_check_cflags)
+tests_check_version_LDADD = $(convoy_check_ldadd)
+
+tests_check_trace_path_SOURCES = tests/check_trace_path.c $(convoy_check_util)
+tests_check_trace_path_CFLAGS = $(convoy_check_cflags)
+tests_check_trace_path_LDADD = $(convoy_check_ldadd)
+
+tests_check_bind_SOURCES = tests/check_bind.c $(convoy_check_util)
+tests_check_bind_CFLAGS = $(convoy_check_cflags)
+tests_check_bind_LDADD = $(convoy_check_ldadd)
 endif
 
 if HAVE_CUDA
@@ -117,16 +132,36 @@ doc_example_SOURCES = doc/example.c
 
 # doc/reference.md lists every parameter (tests/reference_params.sh).
 TESTS += tests/reference_params.sh
-EXTRA_DIST += tests/reference_params.sh doc/make-reference.sh doc/reference.md.in doc/example.c
+EXTRA_DIST += tests/reference_params.sh
+
+# The command lines of convoy-info and convoy-trace (exit codes, outputs).
+TESTS += tests/tools_cli.sh
+EXTRA_DIST += tests/tools_cli.sh
+
+# Under taskset -c 1, convoy's threads keep to CPU 1.
+TESTS += tests/bind_taskset.sh
+EXTRA_DIST += tests/bind_taskset.sh
+
+# doc/convoy.3 lists every function of convoy.h.
+TESTS += tests/man3_api.sh
+EXTRA_DIST += tests/man3_api.sh
+
+# Two processes with one CONVOY_TRACE=run-%p.json pattern write two traces.
+TESTS += tests/trace_procs.sh
+EXTRA_DIST += tests/trace_procs.sh doc/make-reference.sh doc/reference.md.in doc/example.c
 
 # The trace: its Check suite (runtime + reader) and a bounded fuzz run of the reader.
 if HAVE_JANSSON
 if HAVE_CHECK
-check_PROGRAMS += tests/check_trace
-TESTS += tests/check_trace
+check_PROGRAMS += tests/check_trace tests/check_trace_read
+TESTS += tests/check_trace tests/check_trace_read
 tests_check_trace_SOURCES = tests/check_trace.c $(convoy_check_util) $(convoy_trace_reader)
 tests_check_trace_CFLAGS = $(convoy_check_cflags) $(JANSSON_CFLAGS)
 tests_check_trace_LDADD = $(convoy_check_ldadd) $(JANSSON_LIBS)
+tests_check_trace_read_SOURCES = tests/check_trace_read.c $(convoy_check_util) \
+	$(convoy_trace_reader)
+tests_check_trace_read_CFLAGS = $(convoy_check_cflags) $(JANSSON_CFLAGS)
+tests_check_trace_read_LDADD = $(convoy_check_ldadd) $(JANSSON_LIBS)
 endif
 check_PROGRAMS += tests/trace_fuzz
 TESTS += tests/trace_fuzz
@@ -134,7 +169,11 @@ tests_trace_fuzz_SOURCES = tests/trace_fuzz.c $(convoy_trace_reader)
 tests_trace_fuzz_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_trace_fuzz_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
-EXTRA_DIST += tests/check_trace.c tests/trace_fuzz.c
+EXTRA_DIST += tests/check_trace.c tests/check_trace_read.c tests/trace_fuzz.c
+
+# Outside projects built against the installed convoy by .ci/test's "outside" phase.
+EXTRA_DIST += tests/outside/hello.c tests/outside/cmake/CMakeLists.txt \
+	tests/outside/pkgconfig/hello.mk
 
 # Host allocation failure, each allocation in turn (tests/failalloc.sh): a preloaded
 # malloc wrapper (a libtool module, never installed) and the program it drives.

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,9 @@ static const char usage_text[] =
     "  compare  the same figures for two traces side by side, with the ratio b/a\n"
     "  plot     an SVG timeline: one lane per stream or worker, copies and launches as\n"
     "           colored rectangles; --from/--to select a window (microseconds from the\n"
-    "           trace's start), --width the picture's width (default 1600)\n"
-    "Exit status: 0 success, 1 the output could not be written, 2 usage error or bad input.\n";
+    "           first event, as on the axis), --width the picture's width (default 1600)\n"
+    "Exit status: 0 success, 1 the output could not be written, 2 usage error, bad input\n"
+    "or a plot window with no event.\n";
 
 static int usage(const char *why)
 {
@@ -121,33 +123,47 @@ static int parse_number(const char *opt, const char *s, double *out)
     return 0;
 }
 
+/* argv[0] is "plot"; options anywhere (getopt_long permutes), one trace file. */
 static int cmd_plot(int argc, char **argv)
 {
     const char *in = NULL, *outp = NULL;
     convoy__tr_plot_opts_t opts = {0};
     double width = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (v == NULL)
-                return usage("-o needs a file name");
-            outp = v;
-            i++;
-        } else if (strcmp(a, "--width") == 0 || strcmp(a, "--from") == 0 ||
-                   strcmp(a, "--to") == 0) {
-            double *dst = a[2] == 'w' ? &width : a[2] == 'f' ? &opts.from_us : &opts.to_us;
-            if (parse_number(a, v, dst) != 0)
+    enum { OPT_WIDTH = 256, OPT_FROM, OPT_TO };
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"width", required_argument, NULL, OPT_WIDTH},
+        {"from", required_argument, NULL, OPT_FROM},
+        {"to", required_argument, NULL, OPT_TO},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': outp = optarg; break;
+        case OPT_WIDTH:
+        case OPT_FROM:
+        case OPT_TO: {
+            double *dst = c == OPT_WIDTH ? &width : c == OPT_FROM ? &opts.from_us : &opts.to_us;
+            const char *name = c == OPT_WIDTH ? "--width" : c == OPT_FROM ? "--from" : "--to";
+            if (parse_number(name, optarg, dst) != 0)
                 return usage(NULL);
-            i++;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "convoy-trace: unknown option %s\n", a);
-            return usage(NULL);
-        } else if (in == NULL) {
-            in = a;
-        } else {
-            return usage("plot takes one trace file");
+            break;
         }
+        case ':':
+            fprintf(stderr, "convoy-trace: %s needs a value\n", argv[optind - 1]);
+            return usage(NULL);
+        default:
+            fprintf(stderr, "convoy-trace: unknown option %s\n", argv[optind - 1]);
+            return usage(NULL);
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        if (in != NULL)
+            return usage("plot takes one trace file");
+        in = argv[i];
     }
     if (in == NULL || outp == NULL)
         return usage("plot needs a trace file and -o OUT.svg");
@@ -178,7 +194,7 @@ static int cmd_plot(int argc, char **argv)
             remove(outp);
     }
     convoy__tr_free(t);
-    return rc != 0 ? EXIT_OUTPUT : 0;
+    return rc == -2 ? EXIT_BAD_INPUT : rc != 0 ? EXIT_OUTPUT : 0;
 }
 
 int main(int argc, char **argv)
@@ -203,7 +219,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "compare") == 0)
         return cmd_compare(argc - 2, argv + 2);
     if (strcmp(cmd, "plot") == 0)
-        return cmd_plot(argc - 2, argv + 2);
+        return cmd_plot(argc - 1, argv + 1);
     fprintf(stderr, "convoy-trace: unknown command '%s'\n", cmd);
     return usage(NULL);
 }

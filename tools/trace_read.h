@@ -147,11 +147,13 @@ void convoy__tr_print_compare(FILE *out, const convoy__tr_trace_t *ta,
 
 typedef struct convoy__tr_plot_opts {
     int width;             /* pixels of the whole picture; 0: 1600 */
-    double from_us, to_us; /* the time window; to_us <= from_us: the whole trace */
+    double from_us, to_us; /* the time window from the first event's start; to_us <=
+                              from_us: the whole trace */
 } convoy__tr_plot_opts_t;
 
-/* Write an SVG timeline of the X events: one lane per (pid, tid). Returns 0, or -1 with
- * a message in err when memory runs out or the stream reports a write error. */
+/* Write an SVG timeline of the X events: one lane per (pid, tid). Returns 0; -2 with a
+ * message in err, having written nothing, when the window holds no event; -1 with a
+ * message when memory runs out or the stream reports a write error. */
 int convoy__tr_plot(FILE *out, const convoy__tr_trace_t *t, const convoy__tr_plot_opts_t *opts,
                     char *err, size_t errlen);
 

@@ -1,9 +1,13 @@
 /*
  * The SVG timeline of a trace (convoy-trace plot): one lane per (pid, tid) with its
  * process and thread names, X events as rectangles colored by stage or category, a time
- * axis and a legend. Events closer than half a pixel with the same color are drawn as
- * one rectangle, so the file's size follows the picture's width, not the trace's
- * length.
+ * axis and a legend. Events of one color that fall within MERGE_PX pixels of each other
+ * are drawn as one rectangle whose opacity is the fraction of its time they were busy,
+ * so the file's size follows the picture's width, not the trace's length, and a
+ * full-run view shows density rather than solid bars.
+ *
+ * Times on the axis and in --from/--to count from the first event's start: a window
+ * read off the axis of the full view selects what it showed there.
  */
 #include "config.h"
 
@@ -20,6 +24,8 @@
 #define LANE_GAP 3
 #define TOP 56        /* title and axis */
 #define MAX_LANES 512 /* more lanes are left out (and said so) */
+#define MERGE_PX 3    /* the widest rectangle that merges several events */
+#define MIN_OPACITY 0.15
 
 enum { COL_IN, COL_OUT, COL_EVICT, COL_LAUNCH, COL_CPU, COL_OTHER, NCOLORS };
 static const char *const colors[NCOLORS] = {"#4e79a7", "#f28e2b", "#e15759",
@@ -86,6 +92,7 @@ static void put_time(FILE *out, double us, double step)
 /* A rectangle being extended by the events that fall on the same pixels. */
 typedef struct pending {
     double x0, x1;
+    double busy; /* pixels covered by the events themselves */
     int color;
     size_t count;
     const convoy__tr_event_t *first;
@@ -96,11 +103,15 @@ static void flush(FILE *out, const pending_t *p, double y)
     if (p->count == 0)
         return;
     double w = p->x1 - p->x0 < 1 ? 1 : p->x1 - p->x0;
-    fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
-            p->x0, y, w, LANE_H, colors[p->color]);
+    fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"", p->x0, y,
+            w, LANE_H, colors[p->color]);
+    double density = p->busy / w;
+    if (density < 0.995)
+        fprintf(out, " fill-opacity=\"%.2f\"", density > MIN_OPACITY ? density : MIN_OPACITY);
+    fputs("><title>", out);
     const convoy__tr_event_t *e = p->first;
     if (p->count > 1) {
-        fprintf(out, "%zu events", p->count);
+        fprintf(out, "%zu events, busy %.0f%%", p->count, 100 * (density < 1 ? density : 1));
     } else {
         put_xml(out, e->name, 200);
         fprintf(out, ": %.3f us at %.3f us", e->dur, e->ts);
@@ -136,13 +147,16 @@ static void put_lanes(FILE *out, const convoy__tr_trace_t *t, convoy__tr_event_t
                 continue;
             double x0 = LABEL_W + (a - from) * scale, x1 = LABEL_W + (b - from) * scale;
             int c = color_of(e);
-            if (p.count > 0 && c == p.color && x0 <= p.x1 + 0.5) {
+            if (p.count > 0 && c == p.color && x0 <= p.x1 + 0.5 &&
+                fmax(p.x1, x1) - p.x0 <= MERGE_PX) {
                 p.x1 = fmax(p.x1, x1);
+                p.busy += x1 - x0;
                 p.count++;
                 continue;
             }
             flush(out, &p, y);
-            p = (pending_t){.x0 = x0, .x1 = x1, .color = c, .count = 1, .first = e};
+            p = (pending_t){
+                .x0 = x0, .x1 = x1, .busy = x1 - x0, .color = c, .count = 1, .first = e};
         }
         flush(out, &p, y);
     }
@@ -173,10 +187,22 @@ int convoy__tr_plot(FILE *out, const convoy__tr_trace_t *t, const convoy__tr_plo
         nlanes += i == 0 || xs[i]->pid != xs[i - 1]->pid || xs[i]->tid != xs[i - 1]->tid;
     size_t shown = nlanes < MAX_LANES ? nlanes : MAX_LANES;
 
-    double from = nx ? lo : 0, to = nx ? hi : 1;
+    double origin = nx ? lo : 0; /* the axis's 0 */
+    double from = origin, to = nx ? hi : 1;
     if (opts != NULL && opts->to_us > opts->from_us) {
-        from = opts->from_us;
-        to = opts->to_us;
+        from = origin + opts->from_us;
+        to = origin + opts->to_us;
+        size_t inside = 0;
+        for (size_t i = 0; i < nx && inside == 0; i++)
+            inside += xs[i]->ts <= to && xs[i]->ts + xs[i]->dur >= from;
+        if (inside == 0) {
+            snprintf(err, errlen,
+                     "%s: no event between %g and %g us (times from the first event; the "
+                     "events span 0 .. %g us)",
+                     t->label, opts->from_us, opts->to_us, nx ? hi - lo : 0);
+            free(xs);
+            return -2;
+        }
     }
     if (!(to > from))
         to = from + 1; /* one event of no duration, or none */
@@ -195,11 +221,14 @@ int convoy__tr_plot(FILE *out, const convoy__tr_trace_t *t, const convoy__tr_plo
     fprintf(out, ": %zu events on %zu lanes%s</text>\n", nx, nlanes,
             shown < nlanes ? " (the first 512 shown)" : "");
 
-    /* Axis: ticks and grid lines every step, relative to the window's start. */
+    /* Axis: ticks and grid lines every step, in time from the origin. */
     double step = tick_step(to - from, 10);
     double bottom = TOP + (double)shown * (LANE_H + LANE_GAP);
-    for (double v = 0; v <= to - from + step * 1e-9 && step > 0; v += step) {
-        double x = LABEL_W + v * scale;
+    double first_tick = step > 0 ? ceil((from - origin) / step - 1e-9) * step : 0;
+    if (first_tick == 0)
+        first_tick = 0; /* not -0, which prints as "-0" */
+    for (double v = first_tick; v <= to - origin + step * 1e-9 && step > 0; v += step) {
+        double x = LABEL_W + (origin + v - from) * scale;
         fprintf(out,
                 "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n"
                 "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">",
