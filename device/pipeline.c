@@ -188,11 +188,15 @@ static void *progress_main(void *arg)
                 rp = &r->next;
             }
         }
+        if (p->neager > 0) {
+            convoy__push_eager(p);
+            moved = 1;
+        }
         uint64_t deadline = UINT64_MAX;
         uint64_t seen = convoy__queue_pushes(ctx, p->queue);
         /* Tasks waiting for memory go first, once work in flight or an eviction gives
          * some back. */
-        int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->noutbound_evicting > 0);
+        int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->outbound != NULL);
         if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight &&
             !memory_wait) {
             int n = take_tasks(p, &deadline);
@@ -325,6 +329,9 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
         r->leak = 0;
         convoy__ring_free(p, r);
     }
+    for (int i = 0; i < p->neager; i++) /* the loop pushed them all; only holds remain */
+        convoy__devmem_release(&p->mem, p->eager[i]);
+    free(p->eager);
     convoy__outbound_drop(p);
     for (convoy__devcopy_t *c = p->mem.pinned; c != NULL; c = c->lru_next)
         if (c->arrival != NULL) {

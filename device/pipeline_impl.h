@@ -121,6 +121,8 @@ typedef struct convoy__pipe {
     convoy__task_t *deferred;    /* waiting for device memory, oldest first */
     convoy__outbatch_t *outbound; /* pushouts home in flight, by submission */
     int noutbound_evicting;      /* of them, evictions */
+    convoy__devcopy_t **eager;   /* final versions to push home now (a wait is pending), */
+    int neager, eager_cap;       /* each held with one user */
     convoy__pev_t *free_pevs;
     int method; /* copy_method: -1 auto */
     uint64_t poll_ns;
@@ -183,6 +185,12 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r);
 int convoy__evict_dirty(convoy__pipe_t *p, size_t want);
 /* Retire the pushouts home that have landed; returns 1 when one did. */
 int convoy__outbound_poll(convoy__pipe_t *p);
+/* Hold c (one user) to push it home with the others of this progress pass: its writer
+ * completed while a convoy_wait is pending and no later writer exists. 0 when there is
+ * no room to remember it (it then waits for the wait's own flush). */
+int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c);
+/* Push the held copies home in one plan and let them go. */
+void convoy__push_eager(convoy__pipe_t *p);
 /* At destroy: nothing runs any more; settle what was in flight. */
 void convoy__outbound_drop(convoy__pipe_t *p);
 

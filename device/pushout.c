@@ -166,6 +166,41 @@ int convoy__evict_dirty(convoy__pipe_t *p, size_t want)
     return n;
 }
 
+int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c)
+{
+    if (p->neager == p->eager_cap) {
+        int cap = p->eager_cap ? 2 * p->eager_cap : 256;
+        convoy__devcopy_t **e = realloc(p->eager, (size_t)cap * sizeof(*e));
+        if (e == NULL)
+            return 0;
+        p->eager = e;
+        p->eager_cap = cap;
+    }
+    p->eager[p->neager++] = c;
+    return 1;
+}
+
+void convoy__push_eager(convoy__pipe_t *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->neager; i++) {
+        convoy__devcopy_t *c = p->eager[i];
+        if (c->out_ev == NULL && convoy__devmem_dirty(&p->mem, c))
+            p->eager[n++] = c;
+        else
+            convoy__devmem_release(&p->mem, c);
+    }
+    char *ok = n > 0 ? malloc((size_t)n) : NULL;
+    char msg[256] = "";
+    if (ok != NULL)
+        push_home(p, p->eager, n, CONVOY__STAGE_OUT, ok, msg, sizeof(msg));
+    /* A failure here is no one's: the copy stays dirty and the wait's flush retries. */
+    for (int i = 0; i < n; i++)
+        convoy__devmem_release(&p->mem, p->eager[i]);
+    free(ok);
+    p->neager = 0;
+}
+
 /* ---- transfer rings ----------------------------------------------------------------- */
 
 /* Complete member m of a transfer ring: its copy's pushout (if any) is over. */

@@ -344,7 +344,9 @@ static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, in
                             convoy__task_t ***defer_tail)
 {
     int evicting = convoy__evict_dirty(p, bytes_from(tasks, i, n));
-    if (evicting == 0 && p->nrings == 0 && kept == 0 && p->noutbound_evicting == 0)
+    /* Pushouts in flight give memory back too: evicted copies are freed as they land,
+     * others become clean and so evictable. */
+    if (evicting == 0 && p->nrings == 0 && kept == 0 && p->outbound == NULL && p->neager == 0)
         return 0;
     convoy__task_t *t = tasks[i];
     t->next = NULL;
@@ -520,9 +522,19 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
         }
     }
     /* Release after the versions are set: versions must be written before the copy may
-     * be evicted. */
-    for (int f = 0; f < m->ncopies; f++)
+     * be evicted. A final version (no later writer) written while a convoy_wait is
+     * pending keeps its user until it is pushed home with the others of this pass. */
+    int eager = ok && atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
+    for (int f = 0; f < m->ncopies; f++) {
+        convoy_data_t *d = t->data[f];
+        if (eager && same_datum(m, f) < 0 && writes_datum(t, d) &&
+            !(atomic_load_explicit(&d->flags, memory_order_relaxed) &
+              (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH)) &&
+            atomic_load_explicit(&d->last_writer_id, memory_order_acquire) == t->id + 1 &&
+            convoy__eager_add(p, m->copy[f]))
+            continue;
         convoy__devmem_release(&p->mem, m->copy[f]);
+    }
     m->ncopies = 0;
     for (int w = 0; w < m->nwait; w++)
         convoy__pev_put(p, m->wait[w]);

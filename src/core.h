@@ -65,6 +65,7 @@ struct convoy_data {
     /* Coherence (src/coherence.c): the newest version and where it lives. */
     _Atomic uint64_t coh;                 /* (version << 8) | place, see coherence.h */
     atomic_int failed_writes;             /* writers that failed since the last acquire */
+    _Atomic uint64_t last_writer_id;      /* 1 + the id of the last writer inserted, 0: none */
     atomic_int home_hint;                 /* 1 + the accelerator that last wrote or staged it */
     _Atomic uint64_t host_hash;           /* check_host_writes: hash of the host bytes ... */
     _Atomic uint64_t host_hash_version;   /* ... of this version + 1 (0: none noted) */
@@ -167,6 +168,7 @@ struct convoy_context {
     _Atomic uint64_t next_internal_id; /* internal tasks count apart from the program's */
     convoy_class_t *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
     _Atomic int64_t ndirty;            /* data dirty on an accelerator (coherence.c) */
+    atomic_int waiting;                /* threads in convoy_wait: a flush home will follow */
     int check_host_writes;             /* the parameter, read once */
     int cpu_write_backup;              /* the parameter, read once */
     uint64_t next_data_id;

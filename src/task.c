@@ -147,6 +147,7 @@ static convoy_status_t track_flow(convoy_context_t *ctx, convoy__task_t *t, conv
         if (d->last_writer != NULL)
             convoy__task_unref(d->last_writer);
         d->last_writer = t;
+        atomic_store_explicit(&d->last_writer_id, t->id + 1, memory_order_release);
     }
     return CONVOY_SUCCESS;
 }
@@ -573,6 +574,10 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
 {
     if (ctx == NULL)
         return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_wait: ctx is NULL");
+    /* While a wait is pending, devices push the final versions home as their writers
+     * complete (device/pushout.c, convoy__push_eager), overlapping the flush below with
+     * the work still running. */
+    atomic_fetch_add(&ctx->waiting, 1);
     pthread_mutex_lock(&ctx->done_lock);
     while (atomic_load(&ctx->inflight) > 0)
         pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
@@ -581,6 +586,7 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
     convoy_status_t flushed = CONVOY_SUCCESS;
     if (convoy__coh_dirty_count(ctx) > 0)
         flushed = convoy__data_flush_all(ctx, 0);
+    atomic_fetch_sub(&ctx->waiting, 1);
 
     pthread_mutex_lock(&ctx->error_lock);
     uint64_t failed = ctx->failures_since_wait, cancelled = ctx->cancels_since_wait;

@@ -1068,8 +1068,9 @@ END_TEST
  * fail, their outputs untouched, their observers cancelled. The other 61 succeed, and
  * their outputs stay on the device until the observers need them: a pushout home that
  * fails (as every 4th submission does) leaves the device copy the newest version and
- * fails the observer that needed it, with a message naming the datum, the device and the
- * cause; a later wait tries again, and once every output is home each is right. The
+ * fails the observer that needed it (if one did), with a message naming the datum, the
+ * device and the cause; a later wait tries again, and once every output is home each is
+ * right. The
  * counts are checked against the sim's log: failed single copies are the lost ones.
  */
 START_TEST(test_unmended_failures)
@@ -1102,12 +1103,13 @@ START_TEST(test_unmended_failures)
     for (int i = 0; i < FAIL_N; i++)
         lost_observers += task_ok(i) && !atomic_load(&g_done_seq[i]);
     ck_assert_int_eq(lost[CONVOY__H2D], 3);
-    ck_assert_int_gt(lost_observers, 0);
+    /* Pushouts home failed (whether an observer's flush, the eager push while the wait
+     * was pending, or the wait's flush: which depends on timing), yet nothing is lost. */
+    ck_assert_int_gt(lost[CONVOY__D2H], 0);
     ck_assert_int_ge(lost[CONVOY__D2H], lost_observers);
     ck_assert_int_eq(nok, FAIL_N - 3);
     ck_assert_uint_eq(s.tasks_failed, 3 + (uint64_t)lost_observers);
     ck_assert_uint_eq(s.tasks_cancelled, 3); /* the failed tasks' observers */
-    ck_assert_uint_gt(s.transfers_failed, 0);
     convoy__sim_counters_t c;
     convoy__sim_get_counters(b.dev, &c);
     ck_assert_uint_eq(c.submissions[CONVOY__H2D] + c.submissions[CONVOY__D2H],

@@ -406,7 +406,8 @@ START_TEST(dirty_eviction_is_fused)
     for (int r = 0; r < ROUNDS; r++)
         for (int i = 0; i < N; i++)
             insert(&e, e.add, 1, d[i], NULL);
-    ck_assert_int_eq(convoy_wait(e.ctx), CONVOY_SUCCESS);
+    convoy_status_t st = convoy_wait(e.ctx);
+    ck_assert_msg(st == CONVOY_SUCCESS, "wait: %s", convoy_last_error(e.ctx));
     for (int i = 0; i < N; i++)
         ck_assert_msg(all_eq(buf[i], sizeof(buf[i]), ROUNDS), "datum %d", i);
     convoy_stats_t s = stats(&e);
