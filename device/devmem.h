@@ -23,6 +23,7 @@ typedef struct convoy__devcopy {
     convoy_data_t *data;
     void *ptr;
     uint64_t version;            /* the datum's version it holds; NO_VERSION: none */
+    uint64_t writer_id;          /* 1 + the id of the task that wrote it here, 0: staged */
     int users;                   /* ring members in flight that use it */
     int pinned;                  /* kept out of use for good (convoy__devmem_pin) */
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */

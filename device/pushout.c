@@ -231,8 +231,10 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     convoy__task_complete(t, m->fail == MEMBER_OK ? CONVOY__OK : CONVOY__FAILED, msg);
 }
 
-/* Flush-all: hold every dirty copy to push (and those already on their way home). */
-static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident)
+/* Flush-all: hold every dirty copy to push (and those already on their way home); with
+ * only_final, only final versions (written by the datum's last writer inserted: no later
+ * task will overwrite them), so that nothing pushed now is pushed again. */
+static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, int only_final)
 {
     int n = 0, cap = 0;
     convoy__devcopy_t **held = NULL;
@@ -242,6 +244,9 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident)
         if ((flags & CONVOY_DATA_SCRATCH) || (!with_resident && (flags & CONVOY_DATA_RESIDENT)))
             continue;
         if (c->out_ev == NULL && (c->pinned || !convoy__devmem_dirty(&p->mem, c)))
+            continue;
+        if (only_final && c->out_ev == NULL &&
+            c->writer_id != atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -290,8 +295,8 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
     convoy__devcopy_t **push = NULL;
     int npush = 0;
     if (kind == RING_FLUSH_ALL) {
-        int with_resident = *(const int *)tasks[0]->args;
-        if (hold_dirty(p, r, with_resident) < 0) {
+        const int *how = tasks[0]->args; /* with_resident, only_final */
+        if (hold_dirty(p, r, how[0], how[1]) < 0) {
             snprintf(r->out_msg, sizeof(r->out_msg), "out of host memory listing dirty copies");
             m[0].fail = MEMBER_FAIL_PUSHOUT;
         }

@@ -510,8 +510,10 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
             else if (!ok)
                 c->version = CONVOY__NO_VERSION; /* half written: the newest is elsewhere */
             /* The completion below commits version + 1, held here only. */
-            if (ok)
+            if (ok) {
                 c->version = convoy__coh_version(d) + 1;
+                c->writer_id = t->id + 1;
+            }
         }
         m->fresh[f] = NULL;
         if (ok)

@@ -248,6 +248,9 @@ convoy_status_t convoy__classes_init_internal(convoy_context_t *ctx);
 /* Push every dirty copy home, resident data too when with_resident; returns the first
  * failure (src/data.c). */
 convoy_status_t convoy__data_flush_all(convoy_context_t *ctx, int with_resident);
+/* The same without waiting (non-resident data only): convoy_wait starts one when it is
+ * called with work still running, so that what is already done goes home meanwhile. */
+void convoy__data_flush_all_start(convoy_context_t *ctx);
 
 /* Components (src/component.c). */
 extern const convoy__sched_component_t *const convoy__sched_components[];

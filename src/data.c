@@ -238,9 +238,22 @@ static convoy_status_t on_every_accel(convoy_context_t *ctx, int kind, convoy_da
     return st;
 }
 
+/* A flush-all's arguments (device/pushout.c reads them): {with_resident, only_final}. */
 convoy_status_t convoy__data_flush_all(convoy_context_t *ctx, int with_resident)
 {
-    return on_every_accel(ctx, CONVOY__CLS_FLUSH_ALL, NULL, &with_resident, sizeof(with_resident));
+    int how[2] = {with_resident, 0};
+    return on_every_accel(ctx, CONVOY__CLS_FLUSH_ALL, NULL, how, sizeof(how));
+}
+
+void convoy__data_flush_all_start(convoy_context_t *ctx)
+{
+    int how[2] = {0, 1}; /* final versions only: what nothing will overwrite */
+    for (int i = 0; i < ctx->naccel; i++) {
+        convoy__task_t *t =
+            convoy__task_new_internal(ctx, CONVOY__CLS_FLUSH_ALL, 1 + i, NULL, how, sizeof(how));
+        if (t != NULL) /* without memory, the wait's own flush does it */
+            convoy__task_release(ctx, t);
+    }
 }
 
 /* Drop the datum's dependency references, under the insert lock. */

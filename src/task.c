@@ -574,10 +574,13 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
 {
     if (ctx == NULL)
         return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_wait: ctx is NULL");
-    /* While a wait is pending, devices push the final versions home as their writers
-     * complete (device/pushout.c, convoy__push_eager), overlapping the flush below with
-     * the work still running. */
+    /* While a wait is pending, what is already dirty starts home at once, and devices
+     * push the final versions home as their writers complete (device/pushout.c,
+     * convoy__push_eager): the flush below then finds little left, and the rest moved
+     * while the work still ran. */
     atomic_fetch_add(&ctx->waiting, 1);
+    if (convoy__coh_dirty_count(ctx) > 0 && atomic_load(&ctx->inflight) > 0)
+        convoy__data_flush_all_start(ctx);
     pthread_mutex_lock(&ctx->done_lock);
     while (atomic_load(&ctx->inflight) > 0)
         pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
