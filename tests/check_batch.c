@@ -1035,8 +1035,10 @@ START_TEST(test_stage_in_failure_retried)
 }
 END_TEST
 
-/* The same at pushout: the first pushout submission (sim submission 5) fails after 3
- * copies; 13 are retried on the pushout stream; every task succeeds. */
+/* The same home: the first pushout submission (sim submission 5, whichever of an
+ * observer's flush or the wait's early push it is) fails after 3 copies; the rest of it
+ * is retried one copy at a time on the pushout stream, right after it; every task
+ * succeeds and every output comes home once. */
 START_TEST(test_pushout_failure_retried)
 {
     pset_t ps;
@@ -1047,15 +1049,14 @@ START_TEST(test_pushout_failure_retried)
     fail_ring(&b, &ps);
     bench_wait_all_ok(&b);
     convoy_stats_t s = bench_stats(&b);
-    ck_assert_uint_eq(s.retried_copies, 13);
-    ck_assert_uint_eq(s.d2h_submissions, 4);
+    ck_assert_uint_gt(s.retried_copies, 0);
+    ck_assert_uint_eq(s.d2h_copies, FAIL_N);
     int nrec;
     convoy__sim_record_t *rec = bench_records(&b, &nrec);
-    ck_assert_int_eq(nrec, 8 + 13);
     for (int k = 0; k < 4; k++)
         ck_assert_int_eq(rec[k].dir, CONVOY__H2D);
     ck_assert(rec[4].failed && rec[4].copies == 3 && rec[4].dir == CONVOY__D2H);
-    check_retries(rec, nrec, 5, 13, CONVOY__D2H, STREAM_OUT);
+    check_retries(rec, nrec, 5, (int)s.retried_copies, CONVOY__D2H, STREAM_OUT);
     free(rec);
     bench_fini(&b);
 }
