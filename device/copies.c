@@ -50,16 +50,19 @@ static void count(convoy_context_t *ctx, int stage_kind, const convoy__submissio
     } else if (!in) {
         atomic_fetch_add_explicit(&st->flush_copies, (uint64_t)sub->count, memory_order_relaxed);
     }
+    /* Summed here, one atomic per direction and submission: the counters are shared. */
+    uint64_t n[3] = {0, 0, 0}, b[3] = {0, 0, 0};
     for (int j = 0; j < sub->count; j++) {
-        _Atomic uint64_t *n = cp[j].dir == CONVOY__D2D   ? &st->d2d_copies
-                              : cp[j].dir == CONVOY__H2D ? &st->h2d_copies
-                                                         : &st->d2h_copies;
-        _Atomic uint64_t *b = cp[j].dir == CONVOY__D2D   ? &st->d2d_bytes
-                              : cp[j].dir == CONVOY__H2D ? &st->h2d_bytes
-                                                         : &st->d2h_bytes;
-        atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(b, cp[j].bytes, memory_order_relaxed);
+        n[cp[j].dir]++;
+        b[cp[j].dir] += cp[j].bytes;
     }
+    _Atomic uint64_t *cn[3] = {&st->h2d_copies, &st->d2h_copies, &st->d2d_copies};
+    _Atomic uint64_t *cb[3] = {&st->h2d_bytes, &st->d2h_bytes, &st->d2d_bytes};
+    for (int d = 0; d < 3; d++)
+        if (n[d] > 0) {
+            atomic_fetch_add_explicit(cn[d], n[d], memory_order_relaxed);
+            atomic_fetch_add_explicit(cb[d], b[d], memory_order_relaxed);
+        }
     if (sub->split)
         atomic_fetch_add_explicit(&st->split_copies, 1, memory_order_relaxed);
 }
