@@ -20,6 +20,10 @@ dist_man3_MANS = doc/convoy.3
 
 EXTRA_DIST += \
 	doc/results/plot.sh \
+	doc/results/h200-2026-12-01-run2-bench.log \
+	doc/results/h200-2026-12-01-run3-bench.log \
+	doc/results/h200-2026-12-01-run5-bench.log \
+	doc/results/h200-2026-12-01-machine.txt \
 	doc/results/copy_paths_h2d.svg \
 	doc/results/copy_paths_d2h.svg \
 	doc/results/tiny_tasks.svg \
