@@ -42,9 +42,11 @@ void convoy__coh_commit(convoy_data_t *d, int place)
                                                     memory_order_acquire));
     int was_dirty = (old & PLACE_MASK) != 0, dirty = place != CONVOY__COH_HOST;
     if (was_dirty != dirty)
-        atomic_fetch_add_explicit(&d->ctx->ndirty, dirty ? 1 : -1, memory_order_relaxed);
-    if (dirty)
+        atomic_fetch_add_explicit(&d->ctx->ndirty, dirty ? 1 : -1, memory_order_acq_rel);
+    if (dirty) {
         convoy__coh_set_hint(d, place);
+        atomic_store_explicit(&d->ctx->device_writes, 1, memory_order_relaxed);
+    }
 }
 
 int convoy__coh_landed_home(convoy_data_t *d, uint64_t v, int from)
@@ -53,7 +55,9 @@ int convoy__coh_landed_home(convoy_data_t *d, uint64_t v, int from)
     if (!atomic_compare_exchange_strong_explicit(&d->coh, &expect, pack(v, CONVOY__COH_HOST),
                                                  memory_order_acq_rel, memory_order_acquire))
         return 0;
-    atomic_fetch_sub_explicit(&d->ctx->ndirty, 1, memory_order_relaxed);
+    /* Release: a thread that reads the count as 0 (convoy_wait skipping its flush) then
+     * sees the bytes that landed. */
+    atomic_fetch_sub_explicit(&d->ctx->ndirty, 1, memory_order_acq_rel);
     return 1;
 }
 
@@ -85,7 +89,7 @@ int convoy__coh_take_failed(convoy_data_t *d)
 
 int64_t convoy__coh_dirty_count(const convoy_context_t *ctx)
 {
-    return atomic_load_explicit(&ctx->ndirty, memory_order_relaxed);
+    return atomic_load_explicit(&ctx->ndirty, memory_order_acquire);
 }
 
 /* A 64-bit hash of the bytes, 8 at a time (collisions only hide a change, never invent

@@ -169,6 +169,7 @@ struct convoy_context {
     convoy_class_t *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
     _Atomic int64_t ndirty;            /* data dirty on an accelerator (coherence.c) */
     atomic_int waiting;                /* threads in convoy_wait: a flush home will follow */
+    atomic_int device_writes;          /* a device task wrote data since the last wait */
     int check_host_writes;             /* the parameter, read once */
     int cpu_write_backup;              /* the parameter, read once */
     uint64_t next_data_id;

@@ -587,7 +587,10 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
     pthread_mutex_unlock(&ctx->done_lock);
     /* The host-side contract: host memory is current after a wait. */
     convoy_status_t flushed = CONVOY_SUCCESS;
-    if (convoy__coh_dirty_count(ctx) > 0)
+    /* After device writes the flush runs even when nothing is left dirty: its completion
+     * orders every pushout home the devices have seen land before the program reads
+     * host memory (one internal task per accelerator when there is nothing to move). */
+    if (atomic_exchange(&ctx->device_writes, 0) || convoy__coh_dirty_count(ctx) > 0)
         flushed = convoy__data_flush_all(ctx, 0);
     atomic_fetch_sub(&ctx->waiting, 1);
 
