@@ -6,7 +6,9 @@
  * memcpy_multi calls (batch and loop) move what an oracle expects; a copy that fails on
  * request gives an error naming the call and the exact number of copies submitted, and
  * inside a task graph it is retried and the tasks still succeed; pinned host memory
- * comes from zeMemAllocHost; and nothing of Level Zero is left alive after fini.
+ * comes from zeMemAllocHost; nothing of Level Zero is left alive after fini; and each
+ * other Level Zero call the component checks, made to fail, gives the error it should
+ * (case "failures").
  * What it cannot prove: anything about a real Intel GPU (doc/level-zero.md).
  */
 #include "config.h"
@@ -23,7 +25,7 @@
 #include "tests/test_util.h"
 
 static fake_ze_set_devices_fn set_devices;
-static fake_ze_fail_copies_fn fail_copies;
+static fake_ze_fail_fn fail_at;
 static fake_ze_get_counts_fn get_counts;
 static fake_ze_is_list_fn is_list;
 
@@ -101,7 +103,7 @@ static void run_tasks(const char *sched, int fail_first, int expect_retried)
         ck_assert_int_eq(convoy_data_new(ctx, out[d], sizeof(out[d]), &dout[d]), CONVOY_SUCCESS);
     }
     if (fail_first > 0)
-        fail_copies(fail_first, 1);
+        fail_at("zeCommandListAppendMemoryCopy", fail_first, 1);
     for (int round = 0; round < 3; round++)
         for (int d = 0; d < NDATA; d++) {
             ck_assert_int_eq(
@@ -200,7 +202,7 @@ START_TEST(ze_memcpy_multi)
     for (int i = 0; i < NCOPY; i++)
         ck_assert_msg(memcmp(src[i], back[i], up[i].bytes) == 0, "copy %d differs", i);
 
-    fail_copies(8, 1);
+    fail_at("zeCommandListAppendMemoryCopy", 8, 1);
     ck_assert_int_eq(
         dev->ops->memcpy_multi(dev, s, up, NCOPY, CONVOY__METHOD_ENGINE, &submitted, NULL),
         CONVOY_ERR_DEVICE);
@@ -251,6 +253,174 @@ START_TEST(ze_no_device)
 }
 END_TEST
 
+START_TEST(ze_query_fails)
+{
+    /* Proves: a failing zeInit, zeDriverGet or zeDeviceGet makes query answer 0 with a
+     * reason naming the call and the result. */
+    static const struct {
+        const char *fn, *why;
+    } cases[] = {
+        {"zeInit", "no Level Zero GPU driver (zeInit: ZE_RESULT_ERROR_DEVICE_LOST"},
+        {"zeDriverGet", "Level Zero cannot list its drivers (zeDriverGet: "
+                        "ZE_RESULT_ERROR_DEVICE_LOST"},
+        {"zeDeviceGet", "no GPU among the 1 Level Zero driver(s)"},
+    };
+    convoy__params_t params;
+    tu_set_presets(NULL);
+    ck_assert_int_eq(convoy__params_load(&params, NULL, NULL), CONVOY_SUCCESS);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char why[256] = "";
+        fail_at(cases[i].fn, 1, 1);
+        ck_assert_int_eq(ze_component()->query(&params, why, sizeof(why)), 0);
+        ck_assert_msg(strstr(why, cases[i].why) != NULL, "%s: %s", cases[i].fn, why);
+        ck_assert_int_eq(ze_component()->query(&params, why, sizeof(why)), 1);
+    }
+    convoy__params_free(&params);
+}
+END_TEST
+
+START_TEST(ze_open_fails)
+{
+    /* Proves: devices=ze stops init with the failing call's name when a call of open or
+     * of the pipeline's stream creation fails, and the failed open leaves nothing of
+     * Level Zero alive. (zeDeviceGetProperties is called by query, by open's search and
+     * then by open itself: its third call is open's own.) */
+    static const struct {
+        const char *fn;
+        int first;
+    } cases[] = {
+        {"zeContextCreate", 1},
+        {"zeDeviceGetProperties", 3},
+        {"zeDeviceGetMemoryProperties", 1},
+        {"zeDeviceGetCommandQueueGroupProperties", 1},
+        {"zeCommandListCreateImmediate", 3},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fail_at(cases[i].fn, cases[i].first, 1);
+        tu_set_presets((const char *const[]){"devices", "ze", "nthreads", "1", NULL});
+        convoy_context_t *ctx = NULL;
+        ck_assert_int_eq(convoy_init(NULL, NULL, &ctx), CONVOY_ERR_DEVICE);
+        tu_assert_error_has(NULL, cases[i].fn, "ZE_RESULT_ERROR_DEVICE_LOST");
+        ck_assert_int_eq(counts().live_objects, 0);
+        fail_at(cases[i].fn, 1, 0);
+    }
+}
+END_TEST
+
+static int chore_ran;
+
+static int mark_chore(void *arg, void *stream)
+{
+    (void)arg;
+    (void)stream;
+    chore_ran = 1;
+    return 0;
+}
+
+START_TEST(ze_event_fails)
+{
+    /* Proves, on one device's ops: an event pool or its events that cannot be created,
+     * a signal, a query, a host wait, a stream wait and a barrier that fail each give an
+     * error naming the call, and the next call works; a failed barrier keeps a chore
+     * from running. A wait whose ack signal fails still succeeds, and the event it
+     * waited on is then never reset (resets unchanged), while after a wait with its ack
+     * the replaced event and its ack are reset (2 resets); resets that fail leave the
+     * device working. Device memory the fake cannot give is CONVOY_ERR_NOMEM. */
+    convoy__device_t *dev;
+    convoy_context_t *ctx = open_ze(&dev);
+    convoy__stream_t *s1, *s2;
+    convoy__event_t *e;
+    ck_assert_int_eq(dev->ops->stream_create(dev, &s1), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->stream_create(dev, &s2), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->event_create(dev, &e), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->event_query(dev, e), 1); /* never recorded */
+
+    fail_at("zeEventPoolCreate", 1, 1);
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_ERR_DEVICE);
+    tu_assert_error_has(NULL, "zeEventPoolCreate");
+    fail_at("zeEventCreate", 1, 64);
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_ERR_DEVICE);
+    tu_assert_error_has(NULL, "zeEventCreate");
+    fail_at("zeEventCreate", 64, 1); /* a pool whose last event cannot be created */
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->event_query(dev, e), 1);
+
+    fail_at("zeCommandListAppendSignalEvent", 1, 1);
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_ERR_DEVICE);
+    tu_assert_error_has(NULL, "zeCommandListAppendSignalEvent");
+    fail_at("zeEventQueryStatus", 1, 1);
+    ck_assert_int_lt(dev->ops->event_query(dev, e), 0);
+    tu_assert_error_has(NULL, "zeEventQueryStatus");
+    fail_at("zeEventHostSynchronize", 1, 1);
+    ck_assert_int_eq(dev->ops->stream_sync(dev, s1), CONVOY_ERR_DEVICE);
+    tu_assert_error_has(NULL, "zeEventHostSynchronize");
+    fail_at("zeCommandListAppendSignalEvent", 1, 1);
+    ck_assert_int_eq(dev->ops->stream_sync(dev, s1), CONVOY_ERR_DEVICE);
+    ck_assert_int_eq(dev->ops->stream_sync(dev, s1), CONVOY_SUCCESS);
+
+    fail_at("zeCommandListAppendWaitOnEvents", 1, 1);
+    ck_assert_int_eq(dev->ops->stream_wait_event(dev, s2, e), CONVOY_ERR_DEVICE);
+    tu_assert_error_has(NULL, "zeCommandListAppendWaitOnEvents");
+    long r0 = counts().resets;
+    ck_assert_int_eq(dev->ops->stream_wait_event(dev, s2, e), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_SUCCESS);
+    ck_assert_int_eq(counts().resets, r0 + 2);
+    fail_at("zeCommandListAppendSignalEvent", 1, 1); /* the ack's */
+    ck_assert_int_eq(dev->ops->stream_wait_event(dev, s2, e), CONVOY_SUCCESS);
+    r0 = counts().resets;
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_SUCCESS);
+    ck_assert_int_eq(counts().resets, r0);
+    ck_assert_int_eq(dev->ops->stream_wait_event(dev, s2, e), CONVOY_SUCCESS);
+    fail_at("zeEventHostReset", 1, 2);
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->event_record(dev, e, s1), CONVOY_SUCCESS);
+    ck_assert_int_eq(dev->ops->event_query(dev, e), 1);
+
+    static char a[64], b[64];
+    convoy__copy_t c = {.dst = b, .src = a, .bytes = sizeof(a), .dir = CONVOY__D2D};
+    ck_assert_int_eq(dev->ops->memcpy(dev, s1, &c), CONVOY_SUCCESS);
+    fail_at("zeCommandListAppendBarrier", 1, 1);
+    ck_assert_int_eq(dev->ops->memcpy(dev, s1, &c), CONVOY_ERR_DEVICE);
+    tu_assert_error_has(NULL, "zeCommandListAppendBarrier");
+    ck_assert_int_eq(dev->ops->memcpy(dev, s1, &c), CONVOY_SUCCESS);
+    fail_at("zeCommandListAppendBarrier", 1, 1);
+    chore_ran = 0;
+    ck_assert_int_eq(dev->ops->launch(dev, s1, mark_chore, NULL), CONVOY_ERR_DEVICE);
+    ck_assert_int_eq(chore_ran, 0);
+    ck_assert_int_eq(dev->ops->launch(dev, s1, mark_chore, NULL), CONVOY_SUCCESS);
+    ck_assert_int_eq(chore_ran, 1);
+
+    void *big = NULL;
+    fail_at("zeMemAllocDevice", 1, 1);
+    ck_assert_int_eq(dev->ops->mem_alloc(dev, (size_t)300 << 20, &big), CONVOY_ERR_NOMEM);
+    ck_assert_ptr_null(big);
+
+    dev->ops->event_destroy(dev, e);
+    dev->ops->stream_destroy(dev, s1);
+    dev->ops->stream_destroy(dev, s2);
+    convoy_fini(ctx);
+    ck_assert_int_eq(counts().live_objects, 0);
+    ck_assert_int_eq(counts().bad_waits, 0);
+}
+END_TEST
+
+START_TEST(ze_host_alloc_fails)
+{
+    /* Proves: when zeMemAllocHost fails, convoy_host_alloc returns NULL with an error
+     * naming it, and the next call gets memory. */
+    convoy__device_t *dev;
+    convoy_context_t *ctx = open_ze(&dev);
+    fail_at("zeMemAllocHost", 1, 1);
+    ck_assert_ptr_null(convoy_host_alloc(ctx, 1000));
+    tu_assert_error_has(ctx, "zeMemAllocHost", "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY");
+    void *p = convoy_host_alloc(ctx, 1000);
+    ck_assert_ptr_nonnull(p);
+    convoy_host_free(ctx, p);
+    convoy_fini(ctx);
+    ck_assert_int_eq(counts().live_objects, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ze");
@@ -261,6 +431,11 @@ static Suite *suite(void)
     tcase_add_test(tc, ze_memcpy_multi);
     tcase_add_test(tc, ze_host_alloc);
     tcase_add_test(tc, ze_no_device);
+    tc = tu_tcase(s, "failures", 60);
+    tcase_add_test(tc, ze_query_fails);
+    tcase_add_test(tc, ze_open_fails);
+    tcase_add_test(tc, ze_event_fails);
+    tcase_add_test(tc, ze_host_alloc_fails);
     return s;
 }
 
@@ -271,11 +446,11 @@ int main(void)
     void *h = dlopen("libze_loader.so.1", RTLD_NOW);
     if (h != NULL) {
         set_devices = (fake_ze_set_devices_fn)dlsym(h, "fake_ze_set_devices");
-        fail_copies = (fake_ze_fail_copies_fn)dlsym(h, "fake_ze_fail_copies");
+        fail_at = (fake_ze_fail_fn)dlsym(h, "fake_ze_fail");
         get_counts = (fake_ze_get_counts_fn)dlsym(h, "fake_ze_get_counts");
         is_list = (fake_ze_is_list_fn)dlsym(h, "fake_ze_is_list");
     }
-    if (set_devices == NULL || fail_copies == NULL || get_counts == NULL || is_list == NULL) {
+    if (set_devices == NULL || fail_at == NULL || get_counts == NULL || is_list == NULL) {
         fprintf(stderr, "check_ze: libze_loader.so.1 is not the fake loader: run it through "
                         "tests/ze_fake.sh\n");
         return 77;

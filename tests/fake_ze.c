@@ -7,10 +7,12 @@
  * allocations are malloc'd; every command list is immediate and runs each command as it
  * is appended (a copy is a memcpy, a signal sets a flag, a wait checks its flag); events
  * are flags. A chore's "kernel" is then host code over device pointers that are host
- * memory. Controls and counters: tests/fake_ze.h. Thread-safe (one lock).
+ * memory. Any call it makes can be made to fail on request (fake_ze_fail). Controls and
+ * counters: tests/fake_ze.h. Thread-safe (one lock).
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,14 +54,20 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct _ze_driver_handle_t driver;
 static struct _ze_device_handle_t devices[FAKE_MAX_DEVICES];
 static int ndevices = 1;
-static long copy_calls, fail_first, fail_count;
 static fake_ze_counts_t counts;
+
+/* Fault injection (fake_ze_fail): calls first..first+count-1 of one function fail. */
+#define MAX_FAIL_POINTS 16
+static struct {
+    char name[64];
+    long calls, first, count;
+} points[MAX_FAIL_POINTS];
 static alloc_t *allocs;
 
 /* ---- controls (tests/fake_ze.h) --------------------------------------------------- */
 
 void fake_ze_set_devices(int n);
-void fake_ze_fail_copies(int first, int count);
+void fake_ze_fail(const char *fn, int first, int count);
 void fake_ze_get_counts(fake_ze_counts_t *c);
 int fake_ze_is_list(const void *h);
 
@@ -70,13 +78,46 @@ void fake_ze_set_devices(int n)
     pthread_mutex_unlock(&lock);
 }
 
-void fake_ze_fail_copies(int first, int count)
+void fake_ze_fail(const char *fn, int first, int count)
 {
     pthread_mutex_lock(&lock);
-    fail_first = copy_calls + first;
-    fail_count = count;
+    int i = 0;
+    while (i < MAX_FAIL_POINTS && points[i].name[0] != '\0' && strcmp(points[i].name, fn) != 0)
+        i++;
+    if (i < MAX_FAIL_POINTS) {
+        snprintf(points[i].name, sizeof(points[i].name), "%s", fn);
+        points[i].first = points[i].calls + first;
+        points[i].count = count;
+    }
     pthread_mutex_unlock(&lock);
 }
+
+/* Whether this call of fn fails (fake_ze_fail); under lock. */
+static int fails_locked(const char *fn)
+{
+    for (int i = 0; i < MAX_FAIL_POINTS && points[i].name[0] != '\0'; i++)
+        if (strcmp(points[i].name, fn) == 0) {
+            long call = ++points[i].calls;
+            return points[i].count > 0 && call >= points[i].first &&
+                   call < points[i].first + points[i].count;
+        }
+    return 0;
+}
+
+static int fails(const char *fn)
+{
+    pthread_mutex_lock(&lock);
+    int f = fails_locked(fn);
+    pthread_mutex_unlock(&lock);
+    return f;
+}
+
+/* The result of an injected failure. */
+#define FAIL_POINT(fn)                                                                             \
+    do {                                                                                           \
+        if (fails(fn))                                                                             \
+            return ZE_RESULT_ERROR_DEVICE_LOST;                                                    \
+    } while (0)
 
 void fake_ze_get_counts(fake_ze_counts_t *c)
 {
@@ -116,12 +157,14 @@ static ze_result_t free_object(void *p)
 
 ze_result_t zeInit(ze_init_flags_t flags)
 {
+    FAIL_POINT("zeInit");
     (void)flags;
     return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDrivers)
 {
+    FAIL_POINT("zeDriverGet");
     if (phDrivers != NULL && *pCount >= 1)
         phDrivers[0] = &driver;
     *pCount = 1;
@@ -130,6 +173,7 @@ ze_result_t zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDrivers)
 
 ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount, ze_device_handle_t *phDevices)
 {
+    FAIL_POINT("zeDeviceGet");
     if (hDriver != &driver)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     pthread_mutex_lock(&lock);
@@ -147,6 +191,7 @@ ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount, ze_device_
 
 ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_device_properties_t *props)
 {
+    FAIL_POINT("zeDeviceGetProperties");
     if (hDevice == NULL || props == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     props->type = ZE_DEVICE_TYPE_GPU;
@@ -157,6 +202,7 @@ ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_device_properti
 ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t hDevice, uint32_t *pCount,
                                         ze_device_memory_properties_t *props)
 {
+    FAIL_POINT("zeDeviceGetMemoryProperties");
     if (hDevice == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (props != NULL && *pCount >= 1)
@@ -168,6 +214,7 @@ ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t hDevice, uint32_t *pC
 ze_result_t zeDeviceGetCommandQueueGroupProperties(ze_device_handle_t hDevice, uint32_t *pCount,
                                                    ze_command_queue_group_properties_t *props)
 {
+    FAIL_POINT("zeDeviceGetCommandQueueGroupProperties");
     if (hDevice == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     /* A copy-only group first, so that the component has to look for compute. */
@@ -185,6 +232,7 @@ ze_result_t zeDeviceGetCommandQueueGroupProperties(ze_device_handle_t hDevice, u
 ze_result_t zeContextCreate(ze_driver_handle_t hDriver, const ze_context_desc_t *desc,
                             ze_context_handle_t *phContext)
 {
+    FAIL_POINT("zeContextCreate");
     (void)desc;
     if (hDriver != &driver)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -227,6 +275,8 @@ ze_result_t zeMemAllocDevice(ze_context_handle_t hContext, const ze_device_mem_a
     (void)alignment;
     if (hContext == NULL || hDevice == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (fails("zeMemAllocDevice"))
+        return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
     return alloc_mem(size, ZE_MEMORY_TYPE_DEVICE, pptr);
 }
 
@@ -237,11 +287,14 @@ ze_result_t zeMemAllocHost(ze_context_handle_t hContext, const ze_host_mem_alloc
     (void)alignment;
     if (hContext == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (fails("zeMemAllocHost"))
+        return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     return alloc_mem(size, ZE_MEMORY_TYPE_HOST, pptr);
 }
 
 ze_result_t zeMemFree(ze_context_handle_t hContext, void *ptr)
 {
+    FAIL_POINT("zeMemFree");
     if (hContext == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     pthread_mutex_lock(&lock);
@@ -284,6 +337,7 @@ ze_result_t zeCommandListCreateImmediate(ze_context_handle_t hContext, ze_device
                                          const ze_command_queue_desc_t *altdesc,
                                          ze_command_list_handle_t *phCommandList)
 {
+    FAIL_POINT("zeCommandListCreateImmediate");
     if (hContext == NULL || hDevice == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (altdesc == NULL || altdesc->ordinal != 1) /* the compute group */
@@ -308,6 +362,7 @@ ze_result_t zeCommandListAppendBarrier(ze_command_list_handle_t hCommandList,
                                        ze_event_handle_t hSignalEvent, uint32_t numWaitEvents,
                                        ze_event_handle_t *phWaitEvents)
 {
+    FAIL_POINT("zeCommandListAppendBarrier");
     (void)numWaitEvents;
     (void)phWaitEvents;
     if (!fake_ze_is_list(hCommandList))
@@ -330,8 +385,7 @@ ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t hCommandList,
     if (!fake_ze_is_list(hCommandList))
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     pthread_mutex_lock(&lock);
-    long call = ++copy_calls;
-    int fail = fail_count > 0 && call >= fail_first && call < fail_first + fail_count;
+    int fail = fails_locked("zeCommandListAppendMemoryCopy");
     if (fail)
         counts.failed++;
     else
@@ -348,6 +402,7 @@ ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t hCommandList,
 ze_result_t zeCommandListAppendSignalEvent(ze_command_list_handle_t hCommandList,
                                            ze_event_handle_t hEvent)
 {
+    FAIL_POINT("zeCommandListAppendSignalEvent");
     if (!fake_ze_is_list(hCommandList) || hEvent == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     pthread_mutex_lock(&lock);
@@ -360,6 +415,7 @@ ze_result_t zeCommandListAppendSignalEvent(ze_command_list_handle_t hCommandList
 ze_result_t zeCommandListAppendWaitOnEvents(ze_command_list_handle_t hCommandList,
                                             uint32_t numEvents, ze_event_handle_t *phEvents)
 {
+    FAIL_POINT("zeCommandListAppendWaitOnEvents");
     if (!fake_ze_is_list(hCommandList))
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     pthread_mutex_lock(&lock);
@@ -377,6 +433,7 @@ ze_result_t zeEventPoolCreate(ze_context_handle_t hContext, const ze_event_pool_
                               uint32_t numDevices, ze_device_handle_t *phDevices,
                               ze_event_pool_handle_t *phEventPool)
 {
+    FAIL_POINT("zeEventPoolCreate");
     (void)numDevices;
     (void)phDevices;
     if (hContext == NULL || desc == NULL)
@@ -397,6 +454,7 @@ ze_result_t zeEventPoolDestroy(ze_event_pool_handle_t hEventPool)
 ze_result_t zeEventCreate(ze_event_pool_handle_t hEventPool, const ze_event_desc_t *desc,
                           ze_event_handle_t *phEvent)
 {
+    FAIL_POINT("zeEventCreate");
     if (hEventPool == NULL || desc == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (desc->index >= hEventPool->count)
@@ -422,21 +480,25 @@ static ze_result_t status(ze_event_handle_t e)
 
 ze_result_t zeEventQueryStatus(ze_event_handle_t hEvent)
 {
+    FAIL_POINT("zeEventQueryStatus");
     return status(hEvent);
 }
 
 /* Everything ran at append: an event not signalled now never will be. */
 ze_result_t zeEventHostSynchronize(ze_event_handle_t hEvent, uint64_t timeout)
 {
+    FAIL_POINT("zeEventHostSynchronize");
     (void)timeout;
     return status(hEvent);
 }
 
 ze_result_t zeEventHostReset(ze_event_handle_t hEvent)
 {
+    FAIL_POINT("zeEventHostReset");
     if (hEvent == NULL)
         return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     pthread_mutex_lock(&lock);
+    counts.resets++;
     hEvent->signalled = 0;
     pthread_mutex_unlock(&lock);
     return ZE_RESULT_SUCCESS;

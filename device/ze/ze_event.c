@@ -213,7 +213,7 @@ int convoy__ze_event_query(convoy__device_t *d, convoy__event_t *event)
         return 1;
     if (rc == ZE_RESULT_NOT_READY)
         return 0;
-    return (int)CONVOY_ZE_CALL(d->ctx, d->name, rc);
+    return (int)convoy__ze_fail(rc, "zeEventQueryStatus", d->ctx, d->name);
 }
 
 convoy_status_t convoy__ze_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
@@ -236,8 +236,7 @@ convoy_status_t convoy__ze_stream_wait_event(convoy__device_t *d, convoy__stream
     /* The wait holds every later command of the list, this signal included. */
     if (CONVOY_ZE_CALL(d->ctx, d->name, zeCommandListAppendSignalEvent(s->list, ack->h)) !=
         CONVOY_SUCCESS) {
-        convoy__log_warn("%s: %s; the event waited on is not reused", d->name,
-                         convoy_last_error(NULL));
+        convoy__log_warn("%s; the event waited on is not reused", convoy_last_error(NULL));
         unget_slot(dev, ack);
         e->cur->stuck = 1;
         return CONVOY_SUCCESS; /* the wait itself is in the list */

@@ -22,7 +22,8 @@ static convoy_status_t ze_chunk_alloc(convoy__device_t *d, size_t bytes, void **
     ze_result_t rc = zeMemAllocDevice(dev->zctx, &desc, bytes, 256, dev->device, chunk_p);
     if (rc == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)
         return CONVOY_ERR_NOMEM;
-    return CONVOY_ZE_CALL(d->ctx, d->name, rc);
+    return rc == ZE_RESULT_SUCCESS ? CONVOY_SUCCESS
+                                   : convoy__ze_fail(rc, "zeMemAllocDevice", d->ctx, d->name);
 }
 
 static void ze_chunk_free(convoy__device_t *d, void *chunk)
