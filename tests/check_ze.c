@@ -6,9 +6,9 @@
  * memcpy_multi calls (batch and loop) move what an oracle expects; a copy that fails on
  * request gives an error naming the call and the exact number of copies submitted, and
  * inside a task graph it is retried and the tasks still succeed; pinned host memory
- * comes from zeMemAllocHost; nothing of Level Zero is left alive after fini; and each
- * other Level Zero call the component checks, made to fail, gives the error it should
- * (case "failures").
+ * comes from zeMemAllocHost; a module that cannot load makes the component unavailable;
+ * nothing of Level Zero is left alive after fini; and each other Level Zero call the
+ * component checks, made to fail, gives the error it should (case "failures").
  * What it cannot prove: anything about a real Intel GPU (doc/level-zero.md).
  */
 #include "config.h"
@@ -421,6 +421,28 @@ START_TEST(ze_host_alloc_fails)
 }
 END_TEST
 
+START_TEST(ze_module_missing)
+{
+    /* Proves: where the component is a module, a module_dir without convoy_ze.so makes
+     * it unavailable with the loader's reason, from query and from devices=ze. */
+    if (!CONVOY_HAVE_MODULES)
+        return; /* built in: nothing to load */
+    char why[512] = "";
+    convoy__params_t params;
+    tu_set_presets((const char *const[]){"module_dir", "/nonexistent/convoy", NULL});
+    ck_assert_int_eq(convoy__params_load(&params, NULL, NULL), CONVOY_SUCCESS);
+    ck_assert_int_eq(ze_component()->query(&params, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "not loaded") && strstr(why, "/nonexistent/convoy/convoy_ze.so"),
+                  "%s", why);
+    convoy__params_free(&params);
+    tu_set_presets(
+        (const char *const[]){"module_dir", "/nonexistent/convoy", "devices", "ze", NULL});
+    convoy_context_t *ctx = NULL;
+    ck_assert_int_eq(convoy_init(NULL, NULL, &ctx), CONVOY_ERR_UNAVAILABLE);
+    tu_assert_error_has(NULL, "'ze'", "not loaded");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ze");
@@ -431,6 +453,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ze_memcpy_multi);
     tcase_add_test(tc, ze_host_alloc);
     tcase_add_test(tc, ze_no_device);
+    tcase_add_test(tc, ze_module_missing);
     tc = tu_tcase(s, "failures", 60);
     tcase_add_test(tc, ze_query_fails);
     tcase_add_test(tc, ze_open_fails);
