@@ -48,12 +48,13 @@ static const convoy__device_component_t *ze_component(void)
 
 START_TEST(ze_query)
 {
-    /* Proves: query counts the GPUs of the fake driver (2, then 0 with a reason), from
-     * parameters alone. */
+    /* Proves: the build says it holds the ZE kind; query counts the GPUs of the fake
+     * driver (2, then 0 with a reason), from parameters alone. */
     char why[256] = "";
     convoy__params_t params;
     tu_set_presets(NULL);
     ck_assert_int_eq(convoy__params_load(&params, NULL, NULL), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_build_has_device(CONVOY_DEVICE_ZE), 1);
     const convoy__device_component_t *c = ze_component();
     ck_assert_ptr_nonnull(c);
     set_devices(2);
