@@ -53,6 +53,15 @@ convoy_hip_sources = \
 	device/hip/hip_stream.c \
 	device/hip/hip_copy.c \
 	device/hip/hip_hostmem.c
+convoy_ze_sources = \
+	device/ze/device_ze.c \
+	device/ze/ze_err.c \
+	device/ze/ze_driver.c \
+	device/ze/ze_mem.c \
+	device/ze/ze_event.c \
+	device/ze/ze_stream.c \
+	device/ze/ze_copy.c \
+	device/ze/ze_hostmem.c
 
 # A module exports its descriptor alone (device/module.h) and names no libconvoy symbol
 # (-z defs where the linker has it): module_shim.c forwards the core services.
@@ -84,7 +93,9 @@ noinst_HEADERS += \
 	device/cuda/cuda_kernel.h \
 	device/cuda/cuda_params.h \
 	device/hip/hip_dev.h \
-	device/hip/hip_params.h
+	device/hip/hip_params.h \
+	device/ze/ze_dev.h \
+	device/ze/ze_params.h
 # nvcc objects get no automatic header dependencies (see Makefile.am).
 device/cuda/cuda_copy_kernel.lo: device/cuda/cuda_kernel.h
 
@@ -98,6 +109,23 @@ device_convoy_hip_la_LDFLAGS = $(convoy_module_ldflags)
 device_convoy_hip_la_LIBADD = $(HIP_LDFLAGS) $(HIP_LIBS) $(CONVOY_SYS_LIBS)
 else
 libconvoy_internal_la_SOURCES += $(convoy_hip_sources)
+endif
+endif
+
+# Level Zero (doc/level-zero.md). Built in, its link flags go on libconvoy's own link
+# (and so on every program's, through the convenience library).
+if HAVE_ZE
+libconvoy_internal_la_SOURCES += device/ze/ze_params.c
+if CONVOY_MODULES
+pkglib_LTLIBRARIES += device/convoy_ze.la
+device_convoy_ze_la_SOURCES = $(convoy_ze_sources) device/ze/ze_params.c \
+	device/ze/ze_module.c $(convoy_module_common)
+device_convoy_ze_la_CPPFLAGS = $(AM_CPPFLAGS) $(ZE_CPPFLAGS)
+device_convoy_ze_la_LDFLAGS = $(convoy_module_ldflags)
+device_convoy_ze_la_LIBADD = $(ZE_LDFLAGS) $(ZE_LIBS) $(CONVOY_SYS_LIBS)
+else
+libconvoy_internal_la_SOURCES += $(convoy_ze_sources)
+libconvoy_internal_la_LIBADD = $(ZE_LDFLAGS) $(ZE_LIBS)
 endif
 endif
 

@@ -115,6 +115,9 @@ typedef enum convoy_device_kind {
     CONVOY_DEVICE_SIM = 1,  /**< the emulated accelerator: a CPU function on device pointers */
     CONVOY_DEVICE_CUDA = 2, /**< NVIDIA GPUs: the chore launches into a cudaStream_t */
     CONVOY_DEVICE_HIP = 3,  /**< AMD GPUs: the chore launches into a hipStream_t */
+    CONVOY_DEVICE_ZE = 4,   /**< Intel GPUs (Level Zero): the chore appends its kernels to a
+                                 ze_command_list_handle_t, an immediate command list; never
+                                 run on an Intel GPU yet (doc/level-zero.md) */
     CONVOY_DEVICE_KIND_COUNT
 } convoy_device_kind_t;
 
@@ -136,7 +139,8 @@ typedef struct convoy_task_view {
 
 /**
  * A chore runs one task. stream is the device's stream to launch into (a
- * cudaStream_t/hipStream_t; NULL on CPU and sim, where the chore does the work itself).
+ * cudaStream_t/hipStream_t, a Level Zero immediate command list; NULL on CPU and sim,
+ * where the chore does the work itself).
  * Return 0 on success; any other value fails the task (its successors are cancelled).
  */
 typedef int (*convoy_chore_fn)(const convoy_task_view_t *task, void *stream);
@@ -316,7 +320,7 @@ void convoy_version(int *major, int *minor, int *patch);
 
 /**
  * 1 when this build of the library holds the device component of that kind (CPU and SIM
- * always; CUDA and HIP when configure found them), 0 otherwise, also for a kind out of
+ * always; CUDA, HIP and ZE when configure found them), 0 otherwise, also for a kind out of
  * range. Whether a device of that kind is present on the machine is a separate question:
  * convoy_init with CONVOY_DEVICES=cuda answers it. Thread-safe, callable before
  * convoy_init.

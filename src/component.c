@@ -3,9 +3,9 @@
  * Every decision is logged at level 'info' so that CONVOY_VERBOSE=info shows why a
  * component was or was not used.
  *
- * Device components are asked in decreasing priority (device.h); where CUDA and HIP are
- * loadable modules (CONVOY_HAVE_MODULES), the registry holds libconvoy's stand-ins for
- * them (device/module.h), which load the module when first queried.
+ * Device components are asked in decreasing priority (device.h); where CUDA, HIP and
+ * Level Zero are loadable modules (CONVOY_HAVE_MODULES), the registry holds libconvoy's
+ * stand-ins for them (device/module.h), which load the module when first queried.
  */
 #include "config.h"
 
@@ -16,6 +16,7 @@
 #include "device/cuda/cuda_params.h"
 #include "device/hip/hip_params.h"
 #include "device/module.h"
+#include "device/ze/ze_params.h"
 #include "src/core.h"
 
 extern const convoy__device_component_t convoy__device_host;
@@ -31,6 +32,11 @@ CONVOY__MODULE_STANDIN(hip, CONVOY_DEVICE_HIP, CONVOY__HIP_PRIORITY);
 #elif CONVOY_HAVE_HIP
 extern const convoy__device_component_t convoy__device_hip;
 #endif
+#if CONVOY_HAVE_ZE && CONVOY_HAVE_MODULES
+CONVOY__MODULE_STANDIN(ze, CONVOY_DEVICE_ZE, CONVOY__ZE_PRIORITY);
+#elif CONVOY_HAVE_ZE
+extern const convoy__device_component_t convoy__device_ze;
+#endif
 
 const convoy__sched_component_t *const convoy__sched_components[] = {
     &convoy__sched_fifo,
@@ -45,6 +51,9 @@ const convoy__device_component_t *const convoy__device_components[] = {
 #endif
 #if CONVOY_HAVE_HIP
     &convoy__device_hip,
+#endif
+#if CONVOY_HAVE_ZE
+    &convoy__device_ze,
 #endif
     &convoy__device_sim,  &convoy__device_host, NULL,
 };

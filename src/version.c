@@ -22,6 +22,7 @@ int convoy_build_has_device(convoy_device_kind_t kind)
     case CONVOY_DEVICE_SIM: return 1;
     case CONVOY_DEVICE_CUDA: return CONVOY_HAVE_CUDA;
     case CONVOY_DEVICE_HIP: return CONVOY_HAVE_HIP;
+    case CONVOY_DEVICE_ZE: return CONVOY_HAVE_ZE;
     default: return 0;
     }
 }

@@ -110,7 +110,24 @@ tests_check_trace_path_LDADD = $(convoy_check_ldadd)
 tests_check_bind_SOURCES = tests/check_bind.c $(convoy_check_util)
 tests_check_bind_CFLAGS = $(convoy_check_cflags)
 tests_check_bind_LDADD = $(convoy_check_ldadd)
+
+# The Level Zero component against a fake loader (tests/fake_ze.c), named
+# libze_loader.so.1 in a folder of its own, which tests/ze_fake.sh puts first on
+# LD_LIBRARY_PATH: check_ze is run only through it.
+if HAVE_ZE
+check_PROGRAMS += tests/check_ze
+tests_check_ze_SOURCES = tests/check_ze.c tests/fake_ze.h $(convoy_check_util)
+tests_check_ze_CFLAGS = $(convoy_check_cflags)
+tests_check_ze_LDADD = $(convoy_check_ldadd) $(DL_LIBS)
+check_LTLIBRARIES += tests/fakeze/libze_loader.la
+tests_fakeze_libze_loader_la_SOURCES = tests/fake_ze.c tests/fake_ze.h
+tests_fakeze_libze_loader_la_CPPFLAGS = $(AM_CPPFLAGS) $(ZE_CPPFLAGS)
+tests_fakeze_libze_loader_la_LDFLAGS = -version-info 1:0:0 -rpath $(abs_builddir)/tests/nowhere
+tests_fakeze_libze_loader_la_LIBADD = -lpthread
 endif
+endif
+TESTS += tests/ze_fake.sh
+EXTRA_DIST += tests/ze_fake.sh
 
 if HAVE_CUDA
 convoy_gpu_tests = tests/gpu_copy tests/gpu_tasks

@@ -171,7 +171,9 @@ static void print_build(int parsable)
     char cu[32], hi[32], hw[32];
     unsigned api = hwloc_get_api_version();
     snprintf(hw, sizeof(hw), "%u.%u.%u", api >> 16, (api >> 8) & 0xff, api & 0xff);
-    const char *kinds[] = {"cpu", "sim", "cuda", "hip"};
+    const char *kinds[] = {"cpu", "sim", "cuda", "hip", "ze"};
+    _Static_assert(sizeof(kinds) / sizeof(kinds[0]) == CONVOY_DEVICE_KIND_COUNT,
+                   "a name for every device kind");
     if (parsable) {
         printf("version=%s\nbuild.configure=%s\nbuild.hwloc=%s\nbuild.hwloc_runtime_api=%s\n"
                "build.cuda=%s\nbuild.hip=%s\n",

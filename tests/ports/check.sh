@@ -33,9 +33,9 @@ variant() {
             echo "#define CONVOY_HAVE_HIP_BATCH $batch"
         fi
     } >"$tmp/$name/config.h"
-    # convoy.h includes the version header configure makes; this runs before configure.
-    sed -e 's/@CONVOY_VERSION_MAJOR@/0/; s/@CONVOY_VERSION_MINOR@/0/' \
-        -e 's/@CONVOY_VERSION_PATCH@/0/; s/@PACKAGE_VERSION@/ports/' \
+    # convoy.h includes convoy_version.h, which configure writes into a build folder.
+    sed -e 's/@CONVOY_VERSION_MAJOR@/0/' -e 's/@CONVOY_VERSION_MINOR@/0/' \
+        -e 's/@CONVOY_VERSION_PATCH@/0/' -e 's/@PACKAGE_VERSION@/ports/' \
         "$top/include/convoy_version.h.in" >"$tmp/$name/convoy_version.h"
     port=CONVOY_PORT_CUDART
     [ "$vendor" = hip ] && port=CONVOY_PORT_HIP
