@@ -255,6 +255,9 @@ static void long_batch_wait(convoy_context_t *ctx, void *arg)
     ck_assert_int_eq(v[1], 1);
     /* A functional bound: half the 10 s the ring would otherwise wait. */
     ck_assert_msg(took < 5.0, "the wait took %.1f s: it sat out batch_max_wait_us", took);
+    /* Every datum home before v goes out of scope (fini would flush into it). */
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(v[0] + v[2], 2);
 }
 
 static const char *const sim_long_batch[] = {
