@@ -105,15 +105,15 @@ struct convoy__task {
     uint8_t state;
     uint8_t outcome;
     uint8_t fetch_rounds; /* times it waited for flushes before it could be queued */
+    uint8_t ran;          /* CONVOY__RAN_*: how its chore call went, for the message */
     int16_t queue;        /* 0: CPU workers, 1 + i: accelerator i (set at creation for
                              internal tasks, by the scheduler's placement otherwise) */
+    int16_t where;        /* -1: the scheduler places it; else the queue it is pinned to */
     int64_t ring_id;      /* the ring it travelled in, -1 before */
     uint64_t gen;         /* ctx->gen at insertion (its parent's when a chore inserted it) */
     int fail_code;        /* set by convoy_task_fail during its chore (0: not called) */
-    int16_t where;        /* -1: the scheduler places it; else the queue it is pinned to */
     convoy_done_fn done;  /* the program's completion callback, or NULL */
     void *done_arg;
-    uint8_t ran;          /* CONVOY__RAN_*: how its chore call went, for the message */
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
     convoy__task_t *next; /* queue link, owned by the queue's holder */
     int nsucc, succ_cap;
@@ -191,6 +191,7 @@ struct convoy_context {
     uint64_t gen;                                    /* under insert_lock and done_lock */
     _Atomic int64_t gen_count[CONVOY__WAIT_GENS];    /* tasks not done, by gen % the size */
     _Atomic uint64_t gen_of_slot[CONVOY__WAIT_GENS]; /* the generation a slot counts now */
+    atomic_int cut_waiters; /* waits sleeping on done_cond for a slot to empty */
     pthread_mutex_t done_lock;
     pthread_cond_t done_cond;
     atomic_int done_waiters; /* threads sleeping on done_cond */

@@ -500,8 +500,14 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
     if (t->done != NULL)
         call_done(t, outcome, msg);
     /* After the callback: a wait for this task returns once it has run. */
-    if (!convoy__task_internal(t))
-        atomic_fetch_sub(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1);
+    /* A wait sleeps until slots empty: woken when one does, not at every completion. */
+    if (!convoy__task_internal(t) &&
+        atomic_fetch_sub(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1) == 1 &&
+        atomic_load(&ctx->cut_waiters) > 0) {
+        pthread_mutex_lock(&ctx->done_lock);
+        pthread_cond_broadcast(&ctx->done_cond);
+        pthread_mutex_unlock(&ctx->done_lock);
+    }
     if (atomic_load(&ctx->done_waiters) > 0) {
         pthread_mutex_lock(&ctx->done_lock);
         pthread_cond_broadcast(&ctx->done_cond);

@@ -91,10 +91,10 @@ static uint64_t wait_cut(convoy_context_t *ctx)
             return next - 1;
         }
         pthread_mutex_unlock(&ctx->insert_lock);
-        atomic_fetch_add(&ctx->done_waiters, 1);
+        atomic_fetch_add(&ctx->cut_waiters, 1);
         while (atomic_load(&ctx->gen_count[s]) > 0 && ctx->gen + 1 == next)
             pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-        atomic_fetch_sub(&ctx->done_waiters, 1);
+        atomic_fetch_sub(&ctx->cut_waiters, 1);
         pthread_mutex_unlock(&ctx->done_lock);
     }
 }
@@ -121,10 +121,10 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
     convoy__queues_expedite(ctx, 1);
     uint64_t last = wait_cut(ctx);
     pthread_mutex_lock(&ctx->done_lock);
-    atomic_fetch_add(&ctx->done_waiters, 1);
+    atomic_fetch_add(&ctx->cut_waiters, 1);
     while (!cut_done(ctx, last))
         pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-    atomic_fetch_sub(&ctx->done_waiters, 1);
+    atomic_fetch_sub(&ctx->cut_waiters, 1);
     pthread_mutex_unlock(&ctx->done_lock);
     convoy__queues_expedite(ctx, 0);
     /* The host-side contract: host memory is current after a wait. */
