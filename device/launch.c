@@ -19,12 +19,37 @@ typedef struct launch_rec {
     int batch;
 } launch_rec_t;
 
+/* One member alone: its chore, else the batch chore over it alone; a class left with
+ * neither (convoy_class_set_chore removed them while the task was pending) fails it. */
+static int run_member(const convoy_class_t *cls, convoy_device_kind_t kind, convoy__member_t *m,
+                      void *native_stream)
+{
+    convoy__task_t *t = m->task;
+    convoy_chore_fn one = __atomic_load_n(&cls->chore[kind], __ATOMIC_ACQUIRE);
+    convoy_batch_chore_fn batch = __atomic_load_n(&cls->batch_chore[kind], __ATOMIC_ACQUIRE);
+    int rc = -1;
+    convoy__chore_join(t);
+    if (one != NULL) {
+        rc = one(&t->view, native_stream);
+    } else if (batch != NULL) {
+        t->ran |= CONVOY__RAN_BATCH;
+        rc = batch((const convoy_task_view_t *const[]){&t->view}, 1, native_stream);
+    } else {
+        t->ran |= CONVOY__RAN_NO_CHORE;
+    }
+    convoy__chore_leave();
+    m->rc = convoy__chore_result(t, rc);
+    return m->rc;
+}
+
 static int launch_run(void *arg, void *native_stream)
 {
     launch_rec_t *l = arg;
     convoy__member_t *m = l->ring->m;
     const convoy_class_t *cls = l->ring->cls;
-    if (l->batch) {
+    convoy_batch_chore_fn batch =
+        l->batch ? __atomic_load_n(&cls->batch_chore[l->kind], __ATOMIC_ACQUIRE) : NULL;
+    if (batch != NULL) {
         const convoy_task_view_t *stackv[64] = {0};
         const convoy_task_view_t **views =
             l->count <= 64 ? stackv : malloc((size_t)l->count * sizeof(*views));
@@ -33,21 +58,28 @@ static int launch_run(void *arg, void *native_stream)
                 m[l->members[i]].rc = -1;
             return -1;
         }
+        for (int i = 0; i < l->count; i++) {
+            convoy__task_t *t = m[l->members[i]].task;
+            t->ran |= CONVOY__RAN_BATCH;
+            views[i] = &t->view;
+            convoy__chore_join(t);
+        }
+        int rc = batch(views, l->count, native_stream);
+        convoy__chore_leave();
+        /* 0 with some members failed by convoy_task_fail: the others succeeded. */
         for (int i = 0; i < l->count; i++)
-            views[i] = &m[l->members[i]].task->view;
-        int rc = cls->batch_chore[l->kind](views, l->count, native_stream);
-        for (int i = 0; i < l->count; i++)
-            m[l->members[i]].rc = rc;
+            m[l->members[i]].rc = convoy__chore_result(m[l->members[i]].task, rc);
         if (views != stackv)
             free(views);
         return rc;
     }
-    convoy__task_t *t = m[l->members[0]].task;
-    int rc = cls->chore[l->kind] != NULL
-                 ? cls->chore[l->kind](&t->view, native_stream)
-                 : cls->batch_chore[l->kind]((const convoy_task_view_t *const[]){&t->view}, 1,
-                                             native_stream);
-    m[l->members[0]].rc = rc;
+    /* Each member alone (also when the batch chore was removed since the launch). */
+    int rc = 0;
+    for (int i = 0; i < l->count; i++) {
+        int r = run_member(cls, l->kind, &m[l->members[i]], native_stream);
+        if (rc == 0)
+            rc = r;
+    }
     return rc;
 }
 

@@ -165,6 +165,7 @@ static void *progress_main(void *arg)
 {
     convoy__pipe_t *p = arg;
     convoy_context_t *ctx = p->ctx;
+    convoy__thread_mark("an accelerator's progress thread");
     if (convoy__param_int(&ctx->params, "bind")) {
         /* Within the process's binding (the launcher's); no device locality yet. */
         char what[48];

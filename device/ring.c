@@ -451,8 +451,19 @@ static const char *fail_text(const convoy__ring_t *r, const convoy__member_t *m,
                  r->launch_msg[0] ? r->launch_msg : "no memory");
         break;
     case MEMBER_FAIL_CHORE:
-        snprintf(buf, len, "the %schore of class '%s' returned %d on %s",
-                 cls->batch_chore[r->pipe->dev->kind] ? "batch " : "", cls->name, m->rc, dev);
+        if (m->task->ran & CONVOY__RAN_NO_CHORE)
+            snprintf(buf, len,
+                     "class '%s' has no chore for %s any more (convoy_class_set_chore removed it "
+                     "while the task was pending)",
+                     cls->name, dev);
+        else if (m->task->fail_code != 0 && m->rc == m->task->fail_code)
+            snprintf(buf, len,
+                     "the %schore of class '%s' failed it with code %d on %s "
+                     "(convoy_task_fail)",
+                     m->task->ran & CONVOY__RAN_BATCH ? "batch " : "", cls->name, m->rc, dev);
+        else
+            snprintf(buf, len, "the %schore of class '%s' returned %d on %s",
+                     m->task->ran & CONVOY__RAN_BATCH ? "batch " : "", cls->name, m->rc, dev);
         break;
     case MEMBER_FAIL_DEVICE:
         snprintf(buf, len, "%s reported an error for the copies or the launch of its ring", dev);

@@ -142,15 +142,35 @@ typedef struct convoy_task_view {
  * cudaStream_t/hipStream_t, a Level Zero immediate command list; NULL on CPU and sim,
  * where the chore does the work itself).
  * Return 0 on success; any other value fails the task (its successors are cancelled).
+ *
+ * A chore runs on one of convoy's threads (a CPU worker, an accelerator's progress
+ * thread, a sim stream thread). It may insert tasks (convoy_task_insert: they count as
+ * inserted with the task that runs the chore, so a convoy_wait waiting for that task
+ * waits for them too), call convoy_task_fail, and read handles (convoy_data_host_ptr,
+ * convoy_data_bytes). It may not call what waits for convoy's threads: convoy_wait and
+ * convoy_data_acquire return CONVOY_ERR_STATE there, convoy_data_free logs the error and
+ * leaves the handle alone; convoy_fini from a chore is refused the same way (logged, the
+ * context left as it is).
  */
 typedef int (*convoy_chore_fn)(const convoy_task_view_t *task, void *stream);
 
 /**
  * A batch chore runs the work of several tasks of one class at once (one kernel launch
- * for n tasks). Return 0 on success; any other value fails all n tasks.
+ * for n tasks). Return 0 on success (the members failed with convoy_task_fail still
+ * fail, the others succeed); any other value fails all n tasks.
  */
 typedef int (*convoy_batch_chore_fn)(const convoy_task_view_t *const *tasks, int ntasks,
                                      void *stream);
+
+/**
+ * Fail one task from the chore that runs it (a batch chore: one member of its batch),
+ * with code (non-zero; 0 is taken as -1) in its failure message, which names that task.
+ * The chore's return value of 0 then means "the others succeeded". Call it only during
+ * the chore call, with a view the call was given; any other use is undefined. On an
+ * accelerator the member's outputs are discarded; on the CPUs with cpu_write_backup its
+ * writes are put back.
+ */
+void convoy_task_fail(const convoy_task_view_t *task, int code);
 
 /**
  * Declare a task class. modes has nflows entries (1..CONVOY_MAX_FLOWS). The name is
@@ -161,7 +181,12 @@ convoy_status_t convoy_class_new(convoy_context_t *ctx, const char *name, int nf
                                  const convoy_access_t *modes, unsigned flags,
                                  convoy_class_t **cls_p);
 
-/** Set the chore for one device kind (fn NULL removes it). */
+/**
+ * Set the chore for one device kind (fn NULL removes it). Allowed while tasks of the
+ * class are pending: a task placed before its chore was removed fails with a message
+ * saying the class has no chore for that device any more (placement after the change
+ * picks another device that has one).
+ */
 convoy_status_t convoy_class_set_chore(convoy_class_t *cls, convoy_device_kind_t kind,
                                        convoy_chore_fn fn);
 
@@ -184,7 +209,9 @@ void convoy_host_free(convoy_context_t *ctx, void *ptr);
 
 /**
  * Register bytes of host memory at host_ptr as one datum. The memory stays the
- * caller's; it must outlive the handle. bytes must be > 0.
+ * caller's; it must outlive the handle. bytes must be > 0. The range may not overlap a
+ * live datum's (CONVOY_ERR_INVALID naming both ranges and the other datum); adjacent
+ * ranges are fine, and a freed datum's memory may be registered again.
  */
 convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t bytes,
                                 convoy_data_t **data_p);
@@ -231,6 +258,7 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags);
  * that wrote the datum failed or was cancelled (the host copy then holds the newest
  * valid version), or when bringing it home failed (the message names the datum, the
  * device and the cause; the device copy stays the newest and a later call retries).
+ * CONVOY_ERR_STATE from a chore (doc/threads.md).
  */
 convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode);
 
@@ -240,7 +268,8 @@ size_t convoy_data_bytes(const convoy_data_t *data);
 
 /**
  * Free a handle: waits for the tasks that use it, brings the newest version home (not
- * for CONVOY_DATA_SCRATCH data), then frees its device copies. Accepts NULL.
+ * for CONVOY_DATA_SCRATCH data), then frees its device copies. Accepts NULL. From a
+ * chore it logs an error and frees nothing (it would wait for the chore's own task).
  */
 void convoy_data_free(convoy_data_t *data);
 
@@ -258,13 +287,55 @@ void convoy_data_free(convoy_data_t *data);
 convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
                                    size_t args_size, convoy_data_t *const *flows);
 
+/** Where a task may run (convoy_task_opts_t.where). */
+enum {
+    CONVOY_WHERE_ANY = 0,  /**< where the scheduler places it (the default) */
+    CONVOY_WHERE_CPU = -1, /**< on the CPU workers */
+};
+/** On accelerator i (0 .. convoy_accel_count - 1), as convoy_accel_name(ctx, i) names it. */
+#define CONVOY_WHERE_ACCEL(i) ((i) + 1)
+
 /**
- * Wait until every task inserted so far has completed, failed or been cancelled, then
- * bring every datum's newest version home in fused submissions (not the data marked
- * CONVOY_DATA_RESIDENT or CONVOY_DATA_SCRATCH); device copies stay valid.
- * Returns CONVOY_SUCCESS, or CONVOY_ERR_TASK_FAILED with a message naming the first
- * failed task, its class and the cause, and how many tasks failed and were cancelled.
- * The failure count is reset, so the next wait reports only new failures.
+ * Called once when a task is done, on the thread that completes it (a CPU worker, an
+ * accelerator's progress thread, or the inserting thread for a task cancelled at once),
+ * before a convoy_wait that waits for the task returns. outcome is CONVOY_SUCCESS or
+ * CONVOY_ERR_TASK_FAILED; msg (NULL on success, valid during the call) says why, and
+ * starts with "cancelled" for a task cancelled by a failure before it. The callback runs
+ * on convoy's threads: it must be short and may do what a chore may (convoy_task_insert;
+ * not convoy_wait, convoy_data_acquire, convoy_data_free, convoy_fini).
+ */
+typedef void (*convoy_done_fn)(void *arg, uint64_t task_id, convoy_status_t outcome,
+                               const char *msg);
+
+/** Per-task options of convoy_task_insert_ex; zero-initialised means none. */
+typedef struct convoy_task_opts {
+    int where;           /**< CONVOY_WHERE_ANY, CONVOY_WHERE_CPU or CONVOY_WHERE_ACCEL(i) */
+    convoy_done_fn done; /**< NULL: no callback */
+    void *done_arg;      /**< passed to done */
+} convoy_task_opts_t;
+
+/**
+ * convoy_task_insert with options (opts NULL: none): where pins the task to the CPUs or
+ * one accelerator, whose device kind must have a chore of the class (CONVOY_ERR_INVALID
+ * otherwise, and for a where out of range); done is called when the task is done. A
+ * pinned task's data move to where it runs as for any task. A call that returns an
+ * error never calls done.
+ */
+convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                      size_t args_size, convoy_data_t *const *flows,
+                                      const convoy_task_opts_t *opts);
+
+/**
+ * Wait until every task inserted before the call (and every task their chores insert)
+ * has completed, failed or been cancelled, then bring every datum's newest version home
+ * in fused submissions (not the data marked CONVOY_DATA_RESIDENT or
+ * CONVOY_DATA_SCRATCH); device copies stay valid. Returns CONVOY_SUCCESS, or
+ * CONVOY_ERR_TASK_FAILED with a message naming the first failed task, its class and the
+ * cause, and how many tasks failed and were cancelled. The failure count is reset, so
+ * the next wait reports only new failures. Tasks other threads insert during the call
+ * are not waited for: the call returns while an inserter runs on. Rings being collected
+ * by the batch scheduler leave at once while a wait (or an acquire, or a free) blocks,
+ * without sitting out batch_max_wait_us. CONVOY_ERR_STATE from a chore (doc/threads.md).
  */
 convoy_status_t convoy_wait(convoy_context_t *ctx);
 

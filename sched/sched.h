@@ -51,6 +51,11 @@ typedef struct convoy__sched_component {
      */
     int (*pop)(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
                uint64_t *deadline_ns_p);
+    /* A program's thread is about to block on tasks (begin 1) or has stopped (begin 0):
+     * while any such wait is open, pop() lets every ring being collected leave at once,
+     * so that no wait sits out batch_max_wait_us. Calls nest; any thread. May be NULL
+     * (a scheduler that never holds tasks back). */
+    void (*expedite)(void *state, int begin);
     /* Tasks waiting in queue (for the trace and idle checks). */
     int (*depth)(void *state, int queue);
     /* Where a ready task of the program's runs: 0 for the CPU workers, 1 + i for

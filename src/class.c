@@ -139,7 +139,7 @@ convoy_status_t convoy_class_set_chore(convoy_class_t *cls, convoy_device_kind_t
 {
     convoy_status_t st = check_kind(cls, kind, "convoy_class_set_chore");
     if (st == CONVOY_SUCCESS)
-        cls->chore[kind] = fn;
+        __atomic_store_n(&cls->chore[kind], fn, __ATOMIC_RELEASE); /* read as tasks run */
     return st;
 }
 
@@ -154,6 +154,6 @@ convoy_status_t convoy_class_set_batch_chore(convoy_class_t *cls, convoy_device_
                              "convoy_class_set_batch_chore(%s): the class is not "
                              "CONVOY_CLASS_BATCHABLE",
                              cls->name);
-    cls->batch_chore[kind] = fn;
+    __atomic_store_n(&cls->batch_chore[kind], fn, __ATOMIC_RELEASE);
     return CONVOY_SUCCESS;
 }

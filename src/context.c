@@ -176,6 +176,11 @@ void convoy_fini(convoy_context_t *ctx)
 {
     if (ctx == NULL)
         return;
+    /* From a chore it would wait for the chore itself: refuse, leave the context. */
+    if (convoy__refuse_in_chore(ctx, "convoy_fini") != CONVOY_SUCCESS) {
+        convoy__log_error("%s; the context is left as it is", ctx->error);
+        return;
+    }
     if (convoy_wait(ctx) != CONVOY_SUCCESS)
         convoy__log_ctx(ctx, CONVOY__LOG_WARN, "convoy_fini: %s", ctx->error);
     /* The program's last chance to see its data: resident ones come home too (scratch

@@ -23,6 +23,7 @@
 #define CONVOY__MAX_ACCEL 16
 #define CONVOY__TASK_INLINE_ARGS 32 /* argument bytes stored inside the task */
 #define CONVOY__TASK_INLINE_SUCC 3  /* successors stored inside the task */
+#define CONVOY__WAIT_GENS 64        /* generations of the program's tasks in flight at once */
 
 /* What an internal class does (0: a class of the program's). Internal tasks carry the
  * transfers and waits that coherence needs through the same queues and rings as the
@@ -82,6 +83,12 @@ enum {
     CONVOY__TASK_DONE,        /* completed, failed or cancelled: successors released */
 };
 
+/* How a task's chore call went (task->ran), for its failure message. */
+enum {
+    CONVOY__RAN_BATCH = 1,    /* a batch chore ran it */
+    CONVOY__RAN_NO_CHORE = 2, /* its class had no chore left for the device */
+};
+
 /* Task outcome. */
 enum {
     CONVOY__OK = 0,
@@ -99,9 +106,15 @@ struct convoy__task {
     uint8_t state;
     uint8_t outcome;
     uint8_t fetch_rounds; /* times it waited for flushes before it could be queued */
+    uint8_t ran;          /* CONVOY__RAN_*: how its chore call went, for the message */
     int16_t queue;        /* 0: CPU workers, 1 + i: accelerator i (set at creation for
                              internal tasks, by the scheduler's placement otherwise) */
+    int16_t where;        /* -1: the scheduler places it; else the queue it is pinned to */
     int64_t ring_id;      /* the ring it travelled in, -1 before */
+    uint64_t gen;         /* ctx->gen at insertion (its parent's when a chore inserted it) */
+    int fail_code;        /* set by convoy_task_fail during its chore (0: not called) */
+    convoy_done_fn done;  /* the program's completion callback, or NULL */
+    void *done_arg;
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
     convoy__task_t *next; /* queue link, owned by the queue's holder */
     int nsucc, succ_cap;
@@ -175,6 +188,13 @@ struct convoy_context {
     uint64_t next_data_id;
 
     _Atomic int64_t inflight; /* inserted and not yet done */
+    /* convoy_wait's cut: each wait starts a generation; a program task counts in the
+     * slot of the generation it was inserted in, and a wait waits for the slots of its
+     * generation and older ones only (src/wait.c). */
+    uint64_t gen;                                    /* under insert_lock and done_lock */
+    _Atomic int64_t gen_count[CONVOY__WAIT_GENS];    /* tasks not done, by gen % the size */
+    _Atomic uint64_t gen_of_slot[CONVOY__WAIT_GENS]; /* the generation a slot counts now */
+    atomic_int cut_waiters; /* waits sleeping on done_cond for a slot to empty */
     pthread_mutex_t done_lock;
     pthread_cond_t done_cond;
     atomic_int done_waiters; /* threads sleeping on done_cond */
@@ -189,6 +209,7 @@ struct convoy_context {
 
     pthread_mutex_t data_lock;
     convoy_data_t *data_list;
+    void *data_ranges; /* tsearch tree of the live data by host range (src/data.c) */
     convoy_class_t **classes;
     int nclasses, classes_cap;
     struct convoy__hostmem *hostmem; /* plain allocations tracked for fini */
@@ -224,6 +245,26 @@ void convoy__task_release(convoy_context_t *ctx, convoy__task_t *task);
 /* Block until the task is done (completed, failed or cancelled); returns its outcome.
  * The caller holds a reference. */
 int convoy__task_wait(convoy_context_t *ctx, convoy__task_t *task);
+/* Around a chore's call, on the thread that makes it: convoy__chore_join for each task
+ * the call runs, convoy__chore_leave after. A task the chore inserts joins the oldest
+ * generation among them, so that a convoy_wait waiting for a parent waits for its
+ * children too. */
+void convoy__chore_join(const convoy__task_t *task);
+void convoy__chore_leave(void);
+/* Under insert_lock: the generation of a task inserted now (src/wait.c). */
+uint64_t convoy__insert_gen(const convoy_context_t *ctx);
+/* The chore's result for t: rc when non-zero, else t's convoy_task_fail code (0: it
+ * succeeded). */
+static inline int convoy__chore_result(const convoy__task_t *t, int rc)
+{
+    return rc != 0 ? rc : t->fail_code;
+}
+/* Around a blocking call of a program's thread: rings being collected leave now (the
+ * scheduler's expedite), every queue is woken; begin 0 ends it (src/worker.c). */
+void convoy__queues_expedite(convoy_context_t *ctx, int begin);
+/* CONVOY_ERR_STATE recorded on ctx when called on one of convoy's threads (a chore):
+ * what names the call. 0 on a program's thread. */
+convoy_status_t convoy__refuse_in_chore(convoy_context_t *ctx, const char *what);
 /* Is this an internal task? */
 static inline int convoy__task_internal(const convoy__task_t *t)
 {

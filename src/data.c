@@ -8,12 +8,48 @@
  */
 #include "config.h"
 
+#include <search.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/coherence.h"
 #include "src/core.h"
+
+/* Host ranges [host, host + bytes) in address order, overlapping ones comparing equal:
+ * the live data never overlap, so a search for a new range finds one it overlaps, if
+ * any, in O(log n) (glibc's tsearch is a red-black tree). */
+static int range_cmp(const void *a, const void *b)
+{
+    const convoy_data_t *x = a, *y = b;
+    uintptr_t xs = (uintptr_t)x->host, ys = (uintptr_t)y->host;
+    if (xs + x->bytes <= ys)
+        return -1;
+    if (ys + y->bytes <= xs)
+        return 1;
+    return 0;
+}
+
+/* Under data_lock: enter d in the range tree; CONVOY_ERR_INVALID when its memory
+ * overlaps a live datum's, naming both. */
+static convoy_status_t enter_range(convoy_context_t *ctx, convoy_data_t *d)
+{
+    void *node = tsearch(d, &ctx->data_ranges, range_cmp);
+    if (node == NULL)
+        return convoy__error(ctx, CONVOY_ERR_NOMEM, "convoy_data_new: out of host memory");
+    const convoy_data_t *other = *(convoy_data_t *const *)node;
+    if (other == d)
+        return CONVOY_SUCCESS;
+    return convoy__error(ctx, CONVOY_ERR_INVALID,
+                         "convoy_data_new: host memory [%p, %p) (%zu bytes) overlaps datum %llu "
+                         "at [%p, %p) (%zu bytes); a byte of host memory belongs to one datum at "
+                         "most (free datum %llu first, or register the union once)",
+                         d->host, (void *)((char *)d->host + d->bytes), d->bytes,
+                         (unsigned long long)other->id, other->host,
+                         (void *)((char *)other->host + other->bytes), other->bytes,
+                         (unsigned long long)other->id);
+}
 
 convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t bytes,
                                 convoy_data_t **data_p)
@@ -29,6 +65,11 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
                              host_ptr);
     if (data_p == NULL)
         return convoy__error(ctx, CONVOY_ERR_INVALID, "convoy_data_new: data_p is NULL");
+    if ((uintptr_t)host_ptr + bytes < (uintptr_t)host_ptr)
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_data_new: %zu bytes at %p run past the end of the address "
+                             "space",
+                             bytes, host_ptr);
     convoy_data_t *d = convoy__calloc(ctx, 1, sizeof(*d), "a data handle");
     if (d == NULL)
         return CONVOY_ERR_NOMEM;
@@ -38,6 +79,12 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
     d->host_pinned = convoy__host_is_pinned(ctx, host_ptr, bytes);
     atomic_init(&d->refs, 1);
     pthread_mutex_lock(&ctx->data_lock);
+    convoy_status_t st = enter_range(ctx, d);
+    if (st != CONVOY_SUCCESS) {
+        pthread_mutex_unlock(&ctx->data_lock);
+        free(d);
+        return st;
+    }
     d->id = ctx->next_data_id++;
     d->next = ctx->data_list;
     if (ctx->data_list != NULL)
@@ -183,6 +230,9 @@ convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
                              "CONVOY_WRITE (2), CONVOY_RW (3)",
                              (int)mode);
     convoy_context_t *ctx = data->ctx;
+    convoy_status_t refused = convoy__refuse_in_chore(ctx, "convoy_data_acquire");
+    if (refused != CONVOY_SUCCESS)
+        return refused;
     int cancelled;
     char why[1024] = "a failure reported earlier";
     int outcome = bring_home(data, mode, &cancelled, why, sizeof(why));
@@ -274,6 +324,7 @@ void convoy__data_destroy(convoy_data_t *data)
 {
     convoy_context_t *ctx = data->ctx;
     pthread_mutex_lock(&ctx->data_lock);
+    tdelete(data, &ctx->data_ranges, range_cmp);
     if (data->prev != NULL)
         data->prev->next = data->next;
     else
@@ -292,6 +343,12 @@ void convoy_data_free(convoy_data_t *data)
     if (data == NULL)
         return;
     convoy_context_t *ctx = data->ctx;
+    if (convoy__refuse_in_chore(ctx, "convoy_data_free") != CONVOY_SUCCESS) {
+        /* The handle stays valid: freeing it would wait for the caller's own task. */
+        convoy__log_error("%s; datum %llu is not freed", convoy_last_error(ctx),
+                          (unsigned long long)data->id);
+        return;
+    }
     int cancelled;
     if (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) {
         wait_for_users(data);

@@ -10,6 +10,7 @@ libconvoy_internal_la_SOURCES += \
 	src/class.c \
 	src/data.c \
 	src/task.c \
+	src/wait.c \
 	src/worker.c \
 	src/hostmem.c \
 	src/coherence.c \

@@ -165,8 +165,31 @@ static int runnable_here(const convoy_context_t *ctx, const convoy_class_t *cls)
     return 0;
 }
 
+/* Can the class run where opts pins it? */
+static convoy_status_t check_where(convoy_context_t *ctx, const convoy_class_t *cls, int where)
+{
+    if (where < CONVOY_WHERE_CPU || where > ctx->naccel)
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_task_insert_ex(%s): where %d is out of range; allowed: "
+                             "CONVOY_WHERE_ANY (0), CONVOY_WHERE_CPU (-1), CONVOY_WHERE_ACCEL(i) "
+                             "for the %d accelerator(s) in use (1..%d)",
+                             cls->name, where, ctx->naccel, ctx->naccel);
+    if (where == CONVOY_WHERE_ANY)
+        return CONVOY_SUCCESS;
+    convoy_device_kind_t kind =
+        where == CONVOY_WHERE_CPU ? CONVOY_DEVICE_CPU : ctx->accel[where - 1]->kind;
+    if (cls->chore[kind] == NULL && cls->batch_chore[kind] == NULL)
+        return convoy__error(ctx, CONVOY_ERR_INVALID,
+                             "convoy_task_insert_ex(%s): pinned to %s, but the class has no chore "
+                             "for it",
+                             cls->name,
+                             where == CONVOY_WHERE_CPU ? "the CPUs" : ctx->accel[where - 1]->name);
+    return CONVOY_SUCCESS;
+}
+
 static convoy_status_t check_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
-                                    size_t args_size, convoy_data_t *const *flows)
+                                    size_t args_size, convoy_data_t *const *flows,
+                                    const convoy_task_opts_t *opts)
 {
     if (ctx == NULL)
         return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_task_insert: ctx is NULL");
@@ -204,7 +227,7 @@ static convoy_status_t check_insert(convoy_context_t *ctx, convoy_class_t *cls, 
                              "(%s)",
                              cls->name, devs);
     }
-    return CONVOY_SUCCESS;
+    return opts != NULL ? check_where(ctx, cls, opts->where) : CONVOY_SUCCESS;
 }
 
 /* A task of cls over flows, args copied, with its creation guard held; NULL when out
@@ -224,6 +247,7 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
     atomic_init(&t->pending, 1);
     atomic_init(&t->refs, 1);
     t->ring_id = -1;
+    t->where = -1;
     t->succ = t->succ_inline;
     t->succ_cap = CONVOY__TASK_INLINE_SUCC;
     t->args_size = args_size;
@@ -255,7 +279,14 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
 convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
                                    size_t args_size, convoy_data_t *const *flows)
 {
-    convoy_status_t st = check_insert(ctx, cls, args, args_size, flows);
+    return convoy_task_insert_ex(ctx, cls, args, args_size, flows, NULL);
+}
+
+convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls, const void *args,
+                                      size_t args_size, convoy_data_t *const *flows,
+                                      const convoy_task_opts_t *opts)
+{
+    convoy_status_t st = check_insert(ctx, cls, args, args_size, flows, opts);
     if (st != CONVOY_SUCCESS)
         return st;
     convoy__task_t *t = task_alloc(ctx, cls, args, args_size, flows);
@@ -265,8 +296,18 @@ convoy_status_t convoy_task_insert(convoy_context_t *ctx, convoy_class_t *cls, c
     pthread_mutex_lock(&ctx->insert_lock);
     t->id = ctx->next_task_id++;
     t->view.task_id = t->id;
+    t->gen = convoy__insert_gen(ctx);
+    atomic_fetch_add(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1);
     for (int i = 0; i < n && st == CONVOY_SUCCESS; i++)
         st = track_flow(ctx, t, flows[i], cls->modes[i]);
+    if (opts != NULL && st == CONVOY_SUCCESS) {
+        /* An insertion that fails never calls back (the task passes as cancelled). */
+        t->where = (int16_t)(opts->where == CONVOY_WHERE_ANY   ? -1
+                             : opts->where == CONVOY_WHERE_CPU ? 0
+                                                               : opts->where);
+        t->done = opts->done;
+        t->done_arg = opts->done_arg;
+    }
     atomic_fetch_add(&ctx->inflight, 1);
     pthread_mutex_unlock(&ctx->insert_lock);
     atomic_fetch_add_explicit(&ctx->stats.tasks_inserted, 1, memory_order_relaxed);
@@ -319,17 +360,6 @@ void convoy__task_release(convoy_context_t *ctx, convoy__task_t *t)
 {
     if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1)
         convoy__task_make_ready(ctx, t);
-}
-
-int convoy__task_wait(convoy_context_t *ctx, convoy__task_t *t)
-{
-    pthread_mutex_lock(&ctx->done_lock);
-    atomic_fetch_add(&ctx->done_waiters, 1);
-    while (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) != CONVOY__TASK_DONE)
-        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-    atomic_fetch_sub(&ctx->done_waiters, 1);
-    pthread_mutex_unlock(&ctx->done_lock);
-    return t->outcome;
 }
 
 static void record_failure(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg)
@@ -398,6 +428,23 @@ static void count_outcome(convoy_context_t *ctx, const convoy__task_t *t, int ou
     }
 }
 
+/* The program's completion callback, on this thread, marked as convoy's (it must not
+ * wait) when it is a program's thread completing a task cancelled at insertion. */
+static void call_done(const convoy__task_t *t, int outcome, const char *msg)
+{
+    const char *role = convoy__thread_role();
+    if (role == NULL)
+        convoy__thread_mark("a completion callback");
+    if (outcome == CONVOY__OK)
+        t->done(t->done_arg, t->id, CONVOY_SUCCESS, NULL);
+    else if (outcome == CONVOY__FAILED)
+        t->done(t->done_arg, t->id, CONVOY_ERR_TASK_FAILED, msg ? msg : "no reason given");
+    else
+        t->done(t->done_arg, t->id, CONVOY_ERR_TASK_FAILED,
+                "cancelled: a task it depends on failed or was cancelled");
+    convoy__thread_mark(role);
+}
+
 /* Complete one task; successors that become ready are pushed, and those that must be
  * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
  * so a long chain of cancellations does not recurse. */
@@ -450,6 +497,17 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
                 convoy__task_make_ready(ctx, s);
             }
         }
+    }
+    if (t->done != NULL)
+        call_done(t, outcome, msg);
+    /* After the callback: a wait for this task returns once it has run. */
+    /* A wait sleeps until slots empty: woken when one does, not at every completion. */
+    if (!convoy__task_internal(t) &&
+        atomic_fetch_sub(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1) == 1 &&
+        atomic_load(&ctx->cut_waiters) > 0) {
+        pthread_mutex_lock(&ctx->done_lock);
+        pthread_cond_broadcast(&ctx->done_cond);
+        pthread_mutex_unlock(&ctx->done_lock);
     }
     if (atomic_load(&ctx->done_waiters) > 0) {
         pthread_mutex_lock(&ctx->done_lock);
@@ -545,9 +603,9 @@ void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *t)
                                   t->fetch_msg);
             return;
         }
-        q = convoy__task_internal(t) || ctx->use_cpu_only
-                ? t->queue
-                : ctx->sched->place(ctx->sched_state, ctx, t);
+        q = convoy__task_internal(t) || ctx->use_cpu_only ? t->queue
+            : t->where >= 0                               ? t->where
+                            : ctx->sched->place(ctx->sched_state, ctx, t);
         t->queue = (int16_t)q;
         /* Transfers move data themselves; only the host side of an acquire fetches. */
         int fetches = !convoy__task_internal(t) || t->cls->internal == CONVOY__CLS_HOST ||
@@ -568,56 +626,4 @@ void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *t)
                                                                 .ring_id = -1,
                                                                 .name = t->cls->name});
     convoy__queue_push(ctx, q, t);
-}
-
-convoy_status_t convoy_wait(convoy_context_t *ctx)
-{
-    if (ctx == NULL)
-        return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_wait: ctx is NULL");
-    /* While a wait is pending, what is already dirty starts home at once, and devices
-     * push the final versions home as their writers complete (device/pushout.c,
-     * convoy__push_eager): the flush below then finds little left, and the rest moved
-     * while the work still ran. */
-    atomic_fetch_add(&ctx->waiting, 1);
-    if (convoy__coh_dirty_count(ctx) > 0 && atomic_load(&ctx->inflight) > 0)
-        convoy__data_flush_all_start(ctx);
-    pthread_mutex_lock(&ctx->done_lock);
-    while (atomic_load(&ctx->inflight) > 0)
-        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-    pthread_mutex_unlock(&ctx->done_lock);
-    /* The host-side contract: host memory is current after a wait. */
-    convoy_status_t flushed = CONVOY_SUCCESS;
-    /* After device writes the flush runs even when nothing is left dirty: its completion
-     * orders every pushout home the devices have seen land before the program reads
-     * host memory (one internal task per accelerator when there is nothing to move). */
-    if (atomic_exchange(&ctx->device_writes, 0) || convoy__coh_dirty_count(ctx) > 0)
-        flushed = convoy__data_flush_all(ctx, 0);
-    atomic_fetch_sub(&ctx->waiting, 1);
-
-    pthread_mutex_lock(&ctx->error_lock);
-    uint64_t failed = ctx->failures_since_wait, cancelled = ctx->cancels_since_wait;
-    char first[1024], transfer[1024];
-    snprintf(first, sizeof(first), "%s", ctx->first_failure);
-    snprintf(transfer, sizeof(transfer), "%s", ctx->transfer_failure);
-    ctx->failures_since_wait = ctx->cancels_since_wait = 0;
-    ctx->first_failure[0] = ctx->transfer_failure[0] = '\0';
-    ctx->fail_epoch++; /* tasks inserted from now on no longer inherit these failures */
-    pthread_mutex_unlock(&ctx->error_lock);
-    convoy__log_repeat_flush(ctx);
-    if (flushed != CONVOY_SUCCESS && failed == 0)
-        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
-                             "convoy_wait: some data could not be brought home: %s (a later wait "
-                             "or acquire tries again); %llu task(s) were cancelled",
-                             transfer, (unsigned long long)cancelled);
-    if (failed == 0 && cancelled == 0)
-        return CONVOY_SUCCESS;
-    if (failed == 0)
-        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
-                             "%llu task(s) cancelled by a failure reported earlier",
-                             (unsigned long long)cancelled);
-    return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
-                         "%s; %llu task(s) failed and %llu were cancelled%s%s", first,
-                         (unsigned long long)failed, (unsigned long long)cancelled,
-                         flushed != CONVOY_SUCCESS ? "; some data could not be brought home: " : "",
-                         flushed != CONVOY_SUCCESS ? transfer : "");
 }

@@ -19,6 +19,18 @@ _Atomic int convoy__log_prefix;
 
 static _Thread_local char tls_error[1024] = "no error";
 
+static _Thread_local const char *tls_role;
+
+void convoy__thread_mark(const char *role)
+{
+    tls_role = role;
+}
+
+const char *convoy__thread_role(void)
+{
+    return tls_role;
+}
+
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 const char *convoy_status_name(convoy_status_t status)

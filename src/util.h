@@ -105,6 +105,15 @@ void convoy__sleep_until_ns(uint64_t deadline_ns);
 void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what);
 void *convoy__calloc(convoy_context_t *ctx, size_t n, size_t size, const char *what);
 
+/*
+ * Threads of convoy's own (CPU workers, progress threads, sim streams) mark themselves
+ * at their start with what they are ("a CPU worker"): the calls that would block on
+ * the runtime's progress (convoy_wait, acquire, free, fini) check it and refuse, since
+ * from such a thread they would wait for themselves. NULL in the program's threads.
+ */
+void convoy__thread_mark(const char *role);
+const char *convoy__thread_role(void);
+
 #define CONVOY__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CONVOY__MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -36,6 +36,16 @@ void convoy__queue_wake(convoy_context_t *ctx, int queue)
     }
 }
 
+void convoy__queues_expedite(convoy_context_t *ctx, int begin)
+{
+    if (ctx->sched->expedite == NULL)
+        return;
+    ctx->sched->expedite(ctx->sched_state, begin);
+    /* A consumer asleep towards a ring's deadline looks again now. */
+    for (int q = 0; begin && q < ctx->nqueues; q++)
+        convoy__queue_wake(ctx, q);
+}
+
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue)
 {
     return atomic_load(&ctx->qwait[queue].pushes);
@@ -95,6 +105,7 @@ static void *worker_main(void *p)
     worker_arg_t *arg = p;
     convoy_context_t *ctx = arg->ctx;
     int index = arg->index;
+    convoy__thread_mark("a CPU worker");
     if (arg->cpus != NULL)
         bind_worker(ctx, index, arg->cpus);
     hwloc_bitmap_free(arg->cpus);

@@ -18,6 +18,8 @@ convoy_check_suites = \
 	tests/check_plan \
 	tests/check_gpumem \
 	tests/check_robust \
+	tests/check_robust_core \
+	tests/check_robust_chore \
 	tests/check_version \
 	tests/check_trace_path \
 	tests/check_bind
@@ -98,6 +100,14 @@ tests_check_gpumem_LDADD = $(convoy_check_ldadd)
 tests_check_robust_SOURCES = tests/check_robust.c $(convoy_check_util)
 tests_check_robust_CFLAGS = $(convoy_check_cflags)
 tests_check_robust_LDADD = $(convoy_check_ldadd)
+
+tests_check_robust_core_SOURCES = tests/check_robust_core.c $(convoy_check_util)
+tests_check_robust_core_CFLAGS = $(convoy_check_cflags)
+tests_check_robust_core_LDADD = $(convoy_check_ldadd)
+
+tests_check_robust_chore_SOURCES = tests/check_robust_chore.c $(convoy_check_util)
+tests_check_robust_chore_CFLAGS = $(convoy_check_cflags)
+tests_check_robust_chore_LDADD = $(convoy_check_ldadd)
 
 tests_check_version_SOURCES = tests/check_version.c $(convoy_check_util)
 tests_check_version_CFLAGS = $(convoy_check_cflags)

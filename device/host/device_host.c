@@ -128,14 +128,17 @@ static int save(convoy__task_t **ring, int n)
     return 1;
 }
 
-static void restore(convoy__task_t **ring, int n)
+/* Put back what the failed tasks of the ring wrote (all of them when all_failed). */
+static void restore(convoy__task_t **ring, int n, int all_failed)
 {
     size_t o = 0;
     for (int i = 0; i < n; i++) {
         convoy_data_t *d[CONVOY_MAX_FLOWS];
         int k = written(ring[i], d);
+        int back = all_failed || ring[i]->fail_code != 0;
         for (int j = 0; j < k; j++) {
-            memcpy(d[j]->host, t_backup.buf + o, d[j]->bytes);
+            if (back)
+                memcpy(d[j]->host, t_backup.buf + o, d[j]->bytes);
             o += d[j]->bytes;
         }
     }
@@ -151,9 +154,23 @@ static int writes_any(convoy__task_t **ring, int n)
     return 0;
 }
 
-/* Run the chore (or the batch chore over the ring) with its writes saved when asked. */
-static int run_saved(convoy_context_t *ctx, convoy__task_t **ring, int n,
-                     int (*run)(convoy__task_t **, int), int *saved_p)
+/* The chore functions read once per call: convoy_class_set_chore may change them while
+ * tasks of the class are pending. */
+typedef struct chores {
+    convoy_chore_fn one;
+    convoy_batch_chore_fn batch;
+} chores_t;
+
+static chores_t cpu_chores(const convoy_class_t *cls)
+{
+    return (chores_t){.one = __atomic_load_n(&cls->chore[CONVOY_DEVICE_CPU], __ATOMIC_ACQUIRE),
+                      .batch =
+                          __atomic_load_n(&cls->batch_chore[CONVOY_DEVICE_CPU], __ATOMIC_ACQUIRE)};
+}
+
+/* Run the chore (one task) or the batch chore (the ring) with the writes saved when
+ * asked; returns the chore's value (-1 when nothing could be saved: *saved_p 0). */
+static int run_saved(convoy_context_t *ctx, convoy__task_t **ring, int n, chores_t fn, int *saved_p)
 {
     int keep = ctx->cpu_write_backup && !convoy__task_internal(ring[0]) && writes_any(ring, n);
     *saved_p = 1;
@@ -161,42 +178,50 @@ static int run_saved(convoy_context_t *ctx, convoy__task_t **ring, int n,
         *saved_p = 0;
         return -1;
     }
-    int rc = run(ring, n);
-    if (rc != 0 && keep)
-        restore(ring, n);
+    const convoy_task_view_t *views[64];
+    for (int i = 0; i < n; i++) {
+        views[i] = &ring[i]->view;
+        convoy__chore_join(ring[i]);
+    }
+    int rc;
+    if (n == 1 && fn.one != NULL) {
+        rc = fn.one(views[0], NULL);
+    } else {
+        for (int i = 0; i < n; i++)
+            ring[i]->ran |= CONVOY__RAN_BATCH;
+        rc = fn.batch(views, n, NULL);
+    }
+    convoy__chore_leave();
+    int any_failed = rc != 0;
+    for (int i = 0; i < n && !any_failed; i++)
+        any_failed = ring[i]->fail_code != 0;
+    if (any_failed && keep)
+        restore(ring, n, rc != 0);
     return rc;
 }
 
-static int run_batch(convoy__task_t **ring, int n)
+/* Complete the ring's tasks after their chore call returned rc. */
+static void complete_all(convoy__task_t **ring, int n, int rc, int saved)
 {
-    const convoy_task_view_t *views[64];
-    for (int i = 0; i < n; i++)
-        views[i] = &ring[i]->view;
-    return ring[0]->cls->batch_chore[CONVOY_DEVICE_CPU](views, n, NULL);
-}
-
-static int run_one(convoy__task_t **ring, int n)
-{
-    (void)n;
-    convoy__task_t *t = ring[0];
-    const convoy_class_t *cls = t->cls;
-    if (cls->chore[CONVOY_DEVICE_CPU] != NULL)
-        return cls->chore[CONVOY_DEVICE_CPU](&t->view, NULL);
-    return cls->batch_chore[CONVOY_DEVICE_CPU]((const convoy_task_view_t *const[]){&t->view}, 1,
-                                               NULL);
-}
-
-static void complete_all(convoy__task_t **ring, int n, int rc, int saved, const char *what)
-{
-    char msg[160];
-    if (!saved)
-        snprintf(msg, sizeof(msg),
-                 "out of host memory to save the bytes it writes (cpu_write_backup); the chore "
-                 "did not run");
-    else
-        snprintf(msg, sizeof(msg), "the CPU %s returned %d", what, rc);
-    for (int i = 0; i < n; i++)
-        convoy__task_complete(ring[i], rc == 0 ? CONVOY__OK : CONVOY__FAILED, msg);
+    char msg[256];
+    for (int i = 0; i < n; i++) {
+        convoy__task_t *t = ring[i];
+        const char *what = t->ran & CONVOY__RAN_BATCH ? "batch chore" : "chore";
+        int res = convoy__chore_result(t, rc);
+        if (!saved)
+            snprintf(msg, sizeof(msg),
+                     "out of host memory to save the bytes it writes (cpu_write_backup); the "
+                     "chore did not run");
+        else if (rc != 0)
+            snprintf(msg, sizeof(msg), "the CPU %s of class '%s' returned %d", what, t->cls->name,
+                     rc);
+        else
+            snprintf(msg, sizeof(msg),
+                     "the CPU %s of class '%s' failed it with code %d "
+                     "(convoy_task_fail)",
+                     what, t->cls->name, res);
+        convoy__task_complete(t, saved && res == 0 ? CONVOY__OK : CONVOY__FAILED, msg);
+    }
 }
 
 void convoy__host_execute(convoy_context_t *ctx, int worker, convoy__task_t **ring, int n)
@@ -205,19 +230,30 @@ void convoy__host_execute(convoy_context_t *ctx, int worker, convoy__task_t **ri
     for (int i = 0; i < n; i++)
         convoy__task_set_running(ring[i]);
     int saved;
-    if (n > 1 && cls->batch_chore[CONVOY_DEVICE_CPU] != NULL) {
+    chores_t fn = cpu_chores(cls);
+    if (n > 1 && fn.batch != NULL) {
         uint64_t t0 = ctx->trace ? convoy__now_ns() : 0;
-        int rc = run_saved(ctx, ring, n, run_batch, &saved);
+        int rc = run_saved(ctx, ring, n, fn, &saved);
         if (ctx->trace != NULL)
             trace_cpu_task(ctx, worker, ring[0], t0, convoy__now_ns(), n);
-        complete_all(ring, n, rc, saved, "batch chore");
+        complete_all(ring, n, rc, saved);
         return;
     }
     for (int i = 0; i < n; i++) {
+        if (fn.one == NULL && fn.batch == NULL) {
+            /* Removed since the task was placed: fail it rather than call NULL. */
+            char msg[256];
+            snprintf(msg, sizeof(msg),
+                     "class '%s' has no chore for the CPUs any more (convoy_class_set_chore "
+                     "removed it while the task was pending)",
+                     cls->name);
+            convoy__task_complete(ring[i], CONVOY__FAILED, msg);
+            continue;
+        }
         uint64_t t0 = ctx->trace ? convoy__now_ns() : 0;
-        int rc = run_saved(ctx, &ring[i], 1, run_one, &saved);
+        int rc = run_saved(ctx, &ring[i], 1, fn, &saved);
         if (ctx->trace != NULL)
             trace_cpu_task(ctx, worker, ring[i], t0, convoy__now_ns(), 1);
-        complete_all(&ring[i], 1, rc, saved, "chore");
+        complete_all(&ring[i], 1, rc, saved);
     }
 }

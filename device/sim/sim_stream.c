@@ -265,6 +265,7 @@ static void *sim_stream_main(void *arg)
     convoy__sim_stream_t *s = arg;
     convoy__sim_dev_t *dev = s->dev;
 
+    convoy__thread_mark("a sim stream thread");
     pthread_mutex_lock(&dev->lock);
     for (;;) {
         convoy__sim_op_t *op = s->head;

@@ -69,6 +69,7 @@ typedef struct batch_state {
     convoy__batch_limits_t lim;
     int wake_at; /* the ring size pop() takes from an idle device: min(max_tasks, max_inflight) */
     int nqueues;
+    atomic_int expedited; /* waits open (expedite): rings leave without filling */
     batch_queue_t q[];
 } batch_state_t;
 
@@ -170,7 +171,8 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
         /* CPU workers (queue 0) move no data: a ring there never waits to fill. Nor do
          * flushes home: something waits for them, and a burst of them (a ring's
          * completion making its successors ready) is queued before the next pop. */
-        uint64_t closes = queue == 0 || cl->head->cls->internal != CONVOY__CLS_USER
+        uint64_t closes = queue == 0 || cl->head->cls->internal != CONVOY__CLS_USER ||
+                                  atomic_load_explicit(&s->expedited, memory_order_acquire) > 0
                               ? 0
                               : cl->head->t_ready_ns + s->lim.max_wait_ns;
         if (cl->count >= limit || now_ns >= closes) {
@@ -202,6 +204,11 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
     return n;
 }
 
+static void batch_expedite(void *state, int begin)
+{
+    atomic_fetch_add(&((batch_state_t *)state)->expedited, begin ? 1 : -1);
+}
+
 static int batch_depth(void *state, int queue)
 {
     batch_queue_t *q = &((batch_state_t *)state)->q[queue];
@@ -226,6 +233,7 @@ const convoy__sched_component_t convoy__sched_batch = {
     .fini = batch_fini,
     .push = batch_push,
     .pop = batch_pop,
+    .expedite = batch_expedite,
     .depth = batch_depth,
     .place = convoy__sched_place_locality,
     .plan = batch_plan,

@@ -109,6 +109,7 @@ const convoy__sched_component_t convoy__sched_fifo = {
     .fini = fifo_fini,
     .push = fifo_push,
     .pop = fifo_pop,
+    .expedite = NULL,
     .depth = fifo_depth,
     .place = convoy__sched_place_locality,
     .plan = fifo_plan,
