@@ -128,6 +128,10 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
     int nlaunch = batch ? (nrun > 0) : nrun;
     g->launches = calloc((size_t)(nlaunch > 0 ? nlaunch : 1), sizeof(launch_rec_t));
     g->run = run;
+    /* Traced: an event after the stream waits marks when the launch can start, so that
+     * its slice shows running, not waiting for another stream (convoy__launch_started). */
+    if (ctx->trace != NULL)
+        g->start_ev = convoy__pev_record(p, stream);
     uint64_t t0 = convoy__now_ns();
     for (int l = 0; l < nlaunch && g->launches != NULL; l++) {
         launch_rec_t *rec = &((launch_rec_t *)g->launches)[l];
@@ -163,4 +167,17 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
                                                  .name = cls->name};
     }
     g->state = GROUP_LAUNCHED;
+}
+
+void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g)
+{
+    if (g->start_ev == NULL || g->exec_ev == NULL || !convoy__pev_poll(p, g->start_ev))
+        return;
+    /* The host sees the waits end when it polls: the slice starts then, never earlier
+     * than its enqueue (the time before is waiting, not the launch's). */
+    uint64_t now = convoy__now_ns();
+    if (now > g->exec_ev->tr.ts_ns)
+        g->exec_ev->tr.ts_ns = now;
+    convoy__pev_put(p, g->start_ev);
+    g->start_ev = NULL;
 }

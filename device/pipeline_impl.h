@@ -68,6 +68,7 @@ typedef struct convoy__group {
     convoy__pev_t *in_ev; /* the last stage-in submission it needs (NULL: none) */
     convoy__pev_t *in_small_ev; /* split groups: the last small stage-in of the ring */
     convoy__pev_t *exec_ev;     /* NULL once launched: the launch was proven over (synced) */
+    convoy__pev_t *start_ev;    /* traced: recorded after the stream waits, until seen */
     void *launches;             /* launch records, alive until the ring is freed */
     int *run;                   /* members launched */
     int traced_steps;           /* lifecycle steps already in the trace (staged-in, executed) */
@@ -175,6 +176,9 @@ void convoy__member_fail(convoy__member_t *m, int why, int flow);
 
 /* Launches (launch.c). */
 void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g);
+/* Traced launches: once the waits before the launch are over, its trace slice starts
+ * there. Call before polling the launch's own event. */
+void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g);
 
 /* Copies home (pushout.c). */
 /* Start a ring of internal transfer tasks (RING_FLUSH, RING_FLUSH_ALL, RING_DROP). */

@@ -577,6 +577,7 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__pev_put(p, r->in_subs[k]);
     }
     for (int k = 0; k < r->ngroups; k++) {
+        convoy__pev_put(p, r->groups[k].start_ev);
         convoy__pev_put(p, r->groups[k].exec_ev);
         free(r->groups[k].launches);
         free(r->groups[k].run);
@@ -641,8 +642,11 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
         moved = progress_ungrouped(p, r);
     for (int k = 0; k < r->ngroups && r->kind == RING_TASKS; k++) {
         convoy__group_t *g = &r->groups[k];
-        if (p->ctx->trace != NULL && g->traced_steps < 2)
-            trace_steps(p, r, g);
+        if (p->ctx->trace != NULL) {
+            convoy__launch_started(p, g);
+            if (g->traced_steps < 2)
+                trace_steps(p, r, g);
+        }
         switch (g->state) {
         case GROUP_WAIT_IN:
             if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
