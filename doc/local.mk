@@ -23,6 +23,8 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-01-run2-bench.log \
 	doc/results/h200-2026-12-01-run3-bench.log \
 	doc/results/h200-2026-12-01-run5-bench.log \
+	doc/results/h200-2026-12-01-run6-bench.log \
+	doc/results/h200-2026-12-01-run6-tests.log \
 	doc/results/h200-2026-12-01-machine.txt \
 	doc/results/copy_paths_h2d.svg \
 	doc/results/copy_paths_d2h.svg \
