@@ -164,6 +164,9 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
                          convoy__stream_t *small, convoy__stream_t *large);
 
 /* Rings (ring.c). */
+/* A ring of kind for tasks, no member set up; NULL when out of host memory (the tasks
+ * then failed, and left the device's load). */
+convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind);
 void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r);
 /* Start a ring of tasks taken from the scheduler (any kind). */
 void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n);

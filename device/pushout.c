@@ -270,22 +270,10 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
 
 void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
 {
-    convoy_context_t *ctx = p->ctx;
-    convoy__ring_t *r = calloc(1, sizeof(*r));
-    convoy__member_t *m = r != NULL ? calloc((size_t)n, sizeof(*m)) : NULL;
-    if (m == NULL) {
-        free(r);
-        for (int i = 0; i < n; i++)
-            convoy__task_complete(tasks[i], CONVOY__FAILED,
-                                  "out of host memory for the pipeline's ring state");
-        __atomic_fetch_sub(&p->dev->load, n, __ATOMIC_RELAXED);
+    convoy__ring_t *r = convoy__ring_new(p, tasks, n, kind);
+    if (r == NULL)
         return;
-    }
-    r->id = atomic_fetch_add(&ctx->next_ring_id, 1);
-    r->kind = kind;
-    r->pipe = p;
-    r->cls = tasks[0]->cls;
-    r->m = m;
+    convoy__member_t *m = r->m;
     r->n = r->open_members = n;
     for (int i = 0; i < n; i++) {
         convoy__task_set_running(tasks[i]);

@@ -355,6 +355,26 @@ static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, in
     return 1;
 }
 
+convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
+{
+    convoy__ring_t *r = calloc(1, sizeof(*r));
+    convoy__member_t *m = r != NULL ? calloc((size_t)n, sizeof(*m)) : NULL;
+    if (m == NULL) {
+        free(r);
+        for (int i = 0; i < n; i++)
+            convoy__task_complete(tasks[i], CONVOY__FAILED,
+                                  "out of host memory for the pipeline's ring state");
+        __atomic_fetch_sub(&p->dev->load, n, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    r->id = atomic_fetch_add(&p->ctx->next_ring_id, 1);
+    r->kind = kind;
+    r->pipe = p;
+    r->cls = tasks[0]->cls; /* members complete, and may be freed, group by group */
+    r->m = m;
+    return r;
+}
+
 void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
 {
     convoy_context_t *ctx = p->ctx;
@@ -366,21 +386,10 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
                                                                    : RING_DROP);
         return;
     }
-    convoy__ring_t *r = calloc(1, sizeof(*r));
-    convoy__member_t *m = r != NULL ? calloc((size_t)n, sizeof(*m)) : NULL;
-    if (m == NULL) {
-        free(r);
-        for (int i = 0; i < n; i++)
-            convoy__task_complete(tasks[i], CONVOY__FAILED,
-                                  "out of host memory for the pipeline's ring state");
-        __atomic_fetch_sub(&p->dev->load, n, __ATOMIC_RELAXED);
+    convoy__ring_t *r = convoy__ring_new(p, tasks, n, RING_TASKS);
+    if (r == NULL)
         return;
-    }
-    r->id = atomic_fetch_add(&ctx->next_ring_id, 1);
-    r->kind = RING_TASKS;
-    r->pipe = p;
-    r->cls = tasks[0]->cls; /* members complete, and may be freed, group by group */
-    r->m = m;
+    convoy__member_t *m = r->m;
     /* Reserve: a member that finds no memory while other work holds some waits for it
      * (deferred, in order); alone, it fails. */
     convoy__task_t **defer_tail = &p->deferred;
