@@ -36,7 +36,6 @@ typedef struct convoy__devcopy {
     int evicting;                /* freed when its pushout lands, unless in use again */
     int evict_failures;          /* eviction pushouts of it that failed */
     struct convoy__devcopy *lru_prev, *lru_next; /* the LRU while users == 0; dm->pinned */
-    int out_evict;               /* that pushout is an eviction (counted in the pipeline) */
     struct convoy__devcopy *all_prev, *all_next; /* every copy of the device: dm->all */
 } convoy__devcopy_t;
 

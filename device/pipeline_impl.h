@@ -121,7 +121,6 @@ typedef struct convoy__pipe {
     int64_t max_inflight;        /* tasks */
     convoy__task_t *deferred;    /* waiting for device memory, oldest first */
     convoy__outbatch_t *outbound; /* pushouts home in flight, by submission */
-    int noutbound_evicting;      /* of them, evictions */
     convoy__devcopy_t **eager;   /* final versions to push home now (a wait is pending), */
     int neager, eager_cap;       /* each held with one user */
     convoy__pev_t *free_pevs;

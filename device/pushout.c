@@ -24,9 +24,6 @@
 static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
 {
     convoy_data_t *d = c->data;
-    if (c->out_evict)
-        p->noutbound_evicting--;
-    c->out_evict = 0;
     c->out_failed = failed;
     if (!failed && convoy__coh_landed_home(d, c->out_version, p->dev->index))
         convoy__coh_note_host(d, c->out_version);
@@ -121,9 +118,6 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         if (s.failed[i] == 2)
             convoy__devmem_pin(&p->mem, c); /* it may still be read: never reuse it */
         c->out_version = c->version;
-        c->out_evict = stage_kind == CONVOY__STAGE_EVICT;
-        if (c->out_evict)
-            p->noutbound_evicting++;
         convoy__pev_t *ev = s.failed[i] ? NULL : s.subs[s.sub_of[i]];
         if (ev != NULL && (batch == NULL || batch[s.sub_of[i]] == NULL)) {
             /* No memory to track it: wait for it here rather than lose it. */
