@@ -469,8 +469,10 @@ static void check_calls_partition(int ntasks)
 
 /* The DESIGN.md tiny-task ring: 256 tasks x 3 inputs of 8 KiB with batch_max_tasks 256
  * and batch_max_copies 128 give, per ring, exactly 6 stage-in submissions of 128 copies
- * (1 MiB) and 2 pushout submissions of 128, on the stage-in and pushout streams, one
- * batch chore call with the ring's 256 tasks, and the right outputs. Loop 1: two rings. */
+ * (1 MiB) on the stage-in stream, one batch chore call with the ring's 256 tasks, and
+ * the right outputs; the outputs go home on the pushout stream in submissions of at most
+ * 128 (how many depends on when the wait's early and eager pushes find them done).
+ * Loop 1: two rings. */
 START_TEST(test_ring_exact)
 {
     int rings = 1 + _i, n = 256 * rings;
@@ -489,21 +491,22 @@ START_TEST(test_ring_exact)
     ck_assert_uint_eq(s.h2d_submissions, 6 * (uint64_t)rings);
     ck_assert_uint_eq(s.h2d_copies, 3 * (uint64_t)n);
     ck_assert_uint_eq(s.h2d_bytes, 3 * (uint64_t)n * 8 * KiB);
-    ck_assert_uint_eq(s.d2h_submissions, 2 * (uint64_t)rings);
+    ck_assert_uint_ge(s.d2h_submissions, 2 * (uint64_t)rings);
     ck_assert_uint_eq(s.d2h_copies, (uint64_t)n);
     ck_assert_uint_eq(s.d2h_bytes, (uint64_t)n * 8 * KiB);
     ck_assert_uint_eq(s.split_copies, 0);
     ck_assert_uint_eq(s.retried_copies, 0);
     int nrec;
     convoy__sim_record_t *rec = bench_records(&b, &nrec);
-    ck_assert_int_eq(nrec, 8 * rings);
     int h2d = 0, d2h = 0;
     for (int k = 0; k < nrec; k++) {
         ck_assert_int_eq(rec[k].failed, 0);
-        ck_assert_int_eq(rec[k].copies, 128);
-        ck_assert_uint_eq(rec[k].bytes, 128 * 8 * KiB);
-        ck_assert_int_eq(rec[k].method, CONVOY__METHOD_ENGINE);
+        ck_assert_int_le(rec[k].copies, 128);
+        ck_assert_uint_eq(rec[k].bytes, (uint64_t)rec[k].copies * 8 * KiB);
+        if (rec[k].copies > 1)
+            ck_assert_int_eq(rec[k].method, CONVOY__METHOD_ENGINE);
         if (rec[k].dir == CONVOY__H2D) {
+            ck_assert_int_eq(rec[k].copies, 128);
             ck_assert_int_eq(rec[k].stream, STREAM_IN);
             h2d++;
         } else {
@@ -513,7 +516,7 @@ START_TEST(test_ring_exact)
         }
     }
     ck_assert_int_eq(h2d, 6 * rings);
-    ck_assert_int_eq(d2h, 2 * rings);
+    ck_assert_int_ge(d2h, 2 * rings);
     /* A ring's 6 stage-in submissions come before its pushouts. */
     for (int k = 0; k < 6; k++)
         ck_assert_int_eq(rec[k].dir, CONVOY__H2D);
