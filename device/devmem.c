@@ -12,7 +12,8 @@ void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev)
 {
     pthread_mutex_init(&dm->lock, NULL);
     dm->dev = dev;
-    dm->lru_head = dm->lru_tail = NULL;
+    for (int i = 0; i < CONVOY__LRU_LISTS; i++)
+        dm->lru[i] = (convoy__devlru_t){0};
     dm->pinned = NULL;
     dm->all = NULL;
     dm->bytes_in_use = 0;
@@ -29,26 +30,47 @@ int convoy__devmem_dirty(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
 
 static void lru_remove(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
+    convoy__devlru_t *l = &dm->lru[c->lru_list];
     if (c->lru_prev != NULL)
         c->lru_prev->lru_next = c->lru_next;
     else
-        dm->lru_head = c->lru_next;
+        l->head = c->lru_next;
     if (c->lru_next != NULL)
         c->lru_next->lru_prev = c->lru_prev;
     else
-        dm->lru_tail = c->lru_prev;
+        l->tail = c->lru_prev;
     c->lru_prev = c->lru_next = NULL;
+}
+
+static void lru_append_to(convoy__devmem_t *dm, convoy__devcopy_t *c, int list)
+{
+    convoy__devlru_t *l = &dm->lru[list];
+    c->lru_list = list;
+    c->lru_next = NULL;
+    c->lru_prev = l->tail;
+    if (l->tail != NULL)
+        l->tail->lru_next = c;
+    else
+        l->head = c;
+    l->tail = c;
+}
+
+/* Will c stay clean while unused? Not when a pushout of it is in flight, nor when it
+ * holds a version newer than the datum's: a writer's copy is released just before its
+ * completion commits that version (device/ring.c), and then it is dirty. */
+static int stays_clean(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
+{
+    uint64_t v;
+    int on;
+    convoy__coh_get(c->data, &v, &on);
+    if (c->out_ev != NULL || c->version == CONVOY__NO_VERSION)
+        return c->out_ev == NULL;
+    return c->version < v || (c->version == v && on != dm->dev->index);
 }
 
 static void lru_append(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
-    c->lru_next = NULL;
-    c->lru_prev = dm->lru_tail;
-    if (dm->lru_tail != NULL)
-        dm->lru_tail->lru_next = c;
-    else
-        dm->lru_head = c;
-    dm->lru_tail = c;
+    lru_append_to(dm, c, stays_clean(dm, c) ? CONVOY__LRU_CLEAN : CONVOY__LRU_DIRTY);
 }
 
 /* Free a copy no one uses and detach it from its datum. Under dm->lock, not in the LRU. */
@@ -68,11 +90,24 @@ static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c)
     free(c);
 }
 
-/* Can the LRU copy c go at once: nothing in flight from it and not the only newest
- * version? */
-static int clean_victim(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
+/* DIRTY copies a walk looks at for one overwritten elsewhere before giving up: bounded,
+ * so an allocation never walks every dirty copy (take_dirty's walk moves the rest). */
+#define CONVOY__DIRTY_PEEK 16
+
+/* The least recently used copy that can be freed at once, out of its LRU; NULL: none. */
+static convoy__devcopy_t *clean_victim_take(convoy__devmem_t *dm)
 {
-    return c->out_ev == NULL && !convoy__devmem_dirty(dm, c);
+    convoy__devcopy_t *c = dm->lru[CONVOY__LRU_CLEAN].head;
+    if (c == NULL) {
+        c = dm->lru[CONVOY__LRU_DIRTY].head;
+        for (int i = 0; c != NULL && i < CONVOY__DIRTY_PEEK && !stays_clean(dm, c); i++)
+            c = c->lru_next;
+        if (c != NULL && !stays_clean(dm, c))
+            c = NULL;
+    }
+    if (c != NULL)
+        lru_remove(dm, c);
+    return c;
 }
 
 /* Allocate bytes within the device's capacity for convoy (mem_capacity, which the
@@ -84,23 +119,18 @@ static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void *
     if (bytes > dev->mem_capacity)
         return convoy__error(dev->ctx, CONVOY_ERR_NOMEM, "%zu bytes asked; %s has %zu bytes of memory",
                              bytes, dev->name, dev->mem_capacity);
-    convoy__devcopy_t *c = dm->lru_head;
     for (;;) {
         convoy_status_t st = CONVOY_ERR_NOMEM;
         if (dm->bytes_in_use + bytes <= dev->mem_capacity)
             st = dev->ops->mem_alloc(dev, bytes, ptr_p);
         if (st != CONVOY_ERR_NOMEM)
             return st;
-        while (c != NULL && !clean_victim(dm, c))
-            c = c->lru_next;
+        convoy__devcopy_t *c = clean_victim_take(dm);
         if (c == NULL)
             return convoy__error(dev->ctx, CONVOY_ERR_NOMEM,
                                  "%s: %zu bytes asked, %zu of %zu in use and no clean copy to free",
                                  dev->name, bytes, dm->bytes_in_use, dev->mem_capacity);
-        convoy__devcopy_t *next = c->lru_next;
-        lru_remove(dm, c);
         free_copy(dm, c);
-        c = next;
         dm->evictions++;
         atomic_fetch_add_explicit(&dev->ctx->stats.evictions, 1, memory_order_relaxed);
     }
@@ -208,11 +238,16 @@ int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
     int n = 0;
     size_t got = 0;
     pthread_mutex_lock(&dm->lock);
-    for (convoy__devcopy_t *c = dm->lru_head, *next; c != NULL && n < max && got < want; c = next) {
+    convoy__devlru_t *l = &dm->lru[CONVOY__LRU_DIRTY];
+    for (convoy__devcopy_t *c = l->head, *next; c != NULL && n < max && got < want; c = next) {
         next = c->lru_next;
-        if (c->out_ev != NULL || c->evict_failures >= limit || !convoy__devmem_dirty(dm, c))
+        if (c->out_ev != NULL || c->evict_failures >= limit)
             continue;
         lru_remove(dm, c);
+        if (stays_clean(dm, c)) {
+            lru_append_to(dm, c, CONVOY__LRU_CLEAN); /* overwritten elsewhere: free to go */
+            continue;
+        }
         c->evicting = 1;
         out[n++] = c;
         got += c->data->bytes;
@@ -231,6 +266,10 @@ void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *c)
     } else if (c->users == 0 && c->evicting) {
         c->evicting = 0; /* still the only newest version: keep it, maybe evict later */
         lru_append(dm, c);
+    } else if (c->users == 0 && !c->pinned && c->lru_list == CONVOY__LRU_DIRTY &&
+               stays_clean(dm, c)) {
+        lru_remove(dm, c); /* its pushout home landed: a clean victim now */
+        lru_append_to(dm, c, CONVOY__LRU_CLEAN);
     }
     pthread_mutex_unlock(&dm->lock);
 }
@@ -273,11 +312,12 @@ void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
 void convoy__devmem_fini(convoy__devmem_t *dm)
 {
     pthread_mutex_lock(&dm->lock);
-    while (dm->lru_head != NULL) {
-        convoy__devcopy_t *c = dm->lru_head;
-        lru_remove(dm, c);
-        free_copy(dm, c);
-    }
+    for (int i = 0; i < CONVOY__LRU_LISTS; i++)
+        while (dm->lru[i].head != NULL) {
+            convoy__devcopy_t *c = dm->lru[i].head;
+            lru_remove(dm, c);
+            free_copy(dm, c);
+        }
     while (dm->pinned != NULL) {
         convoy__devcopy_t *c = dm->pinned;
         dm->pinned = c->lru_next;
