@@ -2,13 +2,16 @@
  * overhead: the runtime's own cost per task, with empty CPU tasks.
  *  - independent: each task updates its own datum (no dependencies);
  *  - chained: every task updates one datum (each depends on the previous);
+ *  - inserters: K program threads insert independent tasks together, each on its own
+ *    slice of the data (the rate of all of them, beside one thread's);
  *  - bytes per in-flight task: heap growth while N tasks wait behind a gate task.
  * Last line: overhead sched=S tasks=N tasks_per_s=R ns_per_task=T chain_ns_per_task=C
- * bytes_per_task=B verified=yes|no
+ * inserters=K inserters_tasks_per_s=M bytes_per_task=B verified=yes|no
  */
 #include "config.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "bench/bench_common.h"
@@ -50,16 +53,70 @@ static double timed(convoy_context_t *ctx, convoy_class_t *cls, convoy_data_t **
     return bench_now() - t0;
 }
 
+typedef struct inserter {
+    convoy_context_t *ctx;
+    convoy_class_t *cls;
+    convoy_data_t **data;
+    int n;
+    pthread_barrier_t *start;
+} inserter_t;
+
+static void *inserter_main(void *p)
+{
+    inserter_t *a = p;
+    pthread_barrier_wait(a->start);
+    for (int i = 0; i < a->n; i++)
+        if (convoy_task_insert(a->ctx, a->cls, NULL, 0, &a->data[i]) != CONVOY_SUCCESS) {
+            fprintf(stderr, "%s: %s\n", prog, convoy_last_error(a->ctx));
+            exit(1);
+        }
+    return NULL;
+}
+
+/* k threads insert the n independent tasks together, thread j on its own slice of
+ * data; returns seconds from their start to the wait's return. */
+static double timed_inserters(convoy_context_t *ctx, convoy_class_t *cls, convoy_data_t **data,
+                              int n, int k)
+{
+    pthread_t th[64];
+    inserter_t arg[64];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)k + 1);
+    for (int j = 0; j < k; j++) {
+        int lo = (int)((long)n * j / k), hi = (int)((long)n * (j + 1) / k);
+        arg[j] = (inserter_t){.ctx = ctx, .cls = cls, .data = &data[lo], .n = hi - lo,
+                              .start = &start};
+        if (pthread_create(&th[j], NULL, inserter_main, &arg[j]) != 0) {
+            fprintf(stderr, "%s: could not start inserter %d\n", prog, j);
+            exit(1);
+        }
+    }
+    pthread_barrier_wait(&start);
+    double t0 = bench_now();
+    for (int j = 0; j < k; j++)
+        pthread_join(th[j], NULL);
+    if (convoy_wait(ctx) != CONVOY_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", prog, convoy_last_error(ctx));
+        exit(1);
+    }
+    double secs = bench_now() - t0;
+    pthread_barrier_destroy(&start);
+    return secs;
+}
+
 int main(int argc, char **argv)
 {
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
-    int n = 200000;
+    int n = 200000, inserters = 4;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--tasks")))
             n = (int)bench_long(prog, "--tasks", v, 1, 1 << 26);
+        else if ((v = bench_opt(argc, argv, &i, "--inserters")))
+            inserters = (int)bench_long(prog, "--inserters", v, 1, 64);
         else {
-            fprintf(stderr, "usage: %s [--tasks N] [--convoy-NAME=VALUE ...]\n", prog);
+            fprintf(stderr, "usage: %s [--tasks N] [--inserters K] [--convoy-NAME=VALUE ...]\n",
+                    prog);
             return 2;
         }
     }
@@ -80,6 +137,7 @@ int main(int argc, char **argv)
     timed(ctx, cls, data, n < 10000 ? n : 10000, 0); /* warm-up */
     double indep = timed(ctx, cls, data, n, 0);
     double chain = timed(ctx, cls, data, n, 1);
+    double multi = timed_inserters(ctx, cls, data, n, inserters);
 
     /* Heap held per in-flight task: all n wait for the gate on data[0]. */
     atomic_store(&gate_open, 0);
@@ -93,13 +151,14 @@ int main(int argc, char **argv)
     double bytes = ((double)after.uordblks - (double)before.uordblks) / n;
 
     /* data[0] was updated by the warm-up, the independent run, the chain and the gated
-     * run; every other datum by the warm-up (if in its range) and the independent run. */
-    long want0 = 1 + 1 + n + n;
-    ok = ok && vals[0] == want0 && vals[n - 1] == (n - 1 < 10000 ? 2 : 1);
+     * run; every other datum by the warm-up (if in its range), the independent run and
+     * the inserters. */
+    long want0 = 1 + 1 + n + 1 + n;
+    ok = ok && vals[0] == want0 && vals[n - 1] == (n - 1 < 10000 ? 3 : 2);
     printf("overhead sched=%s tasks=%d tasks_per_s=%.0f ns_per_task=%.0f chain_ns_per_task=%.0f "
-           "bytes_per_task=%.0f verified=%s\n",
-           convoy_sched_name(ctx), n, n / indep, 1e9 * indep / n, 1e9 * chain / n, bytes,
-           ok ? "yes" : "no");
+           "inserters=%d inserters_tasks_per_s=%.0f bytes_per_task=%.0f verified=%s\n",
+           convoy_sched_name(ctx), n, n / indep, 1e9 * indep / n, 1e9 * chain / n, inserters,
+           n / multi, bytes, ok ? "yes" : "no");
     for (int i = 0; i < n; i++)
         convoy_data_free(data[i]);
     convoy_fini(ctx);

@@ -70,7 +70,7 @@ static void context_destroy(convoy_context_t *ctx)
     if (ctx->topology != NULL)
         hwloc_topology_destroy((hwloc_topology_t)ctx->topology);
     convoy__params_free(&ctx->params);
-    pthread_mutex_destroy(&ctx->insert_lock);
+    pthread_rwlock_destroy(&ctx->insert_lock);
     pthread_mutex_destroy(&ctx->done_lock);
     pthread_cond_destroy(&ctx->done_cond);
     pthread_mutex_destroy(&ctx->error_lock);
@@ -102,7 +102,14 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     convoy_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory for the context");
-    pthread_mutex_init(&ctx->insert_lock, NULL);
+    pthread_rwlockattr_t rw;
+    pthread_rwlockattr_init(&rw);
+#ifdef __GLIBC__
+    /* A wait's cut must not starve behind a stream of insertions. */
+    pthread_rwlockattr_setkind_np(&rw, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    pthread_rwlock_init(&ctx->insert_lock, &rw);
+    pthread_rwlockattr_destroy(&rw);
     pthread_mutex_init(&ctx->done_lock, NULL);
     pthread_cond_init(&ctx->done_cond, NULL);
     pthread_mutex_init(&ctx->error_lock, NULL);

@@ -124,7 +124,8 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
 static void wait_for_users(convoy_data_t *d)
 {
     convoy_context_t *ctx = d->ctx;
-    pthread_mutex_lock(&ctx->insert_lock);
+    pthread_rwlock_rdlock(&ctx->insert_lock);
+    convoy__data_dep_lock(d);
     int n = d->nreaders + (d->last_writer != NULL);
     convoy__task_t *stack[16];
     convoy__task_t **users = n <= 16 ? stack : malloc((size_t)n * sizeof(*users));
@@ -137,7 +138,8 @@ static void wait_for_users(convoy_data_t *d)
         for (int i = 0; i < k; i++)
             atomic_fetch_add(&users[i]->refs, 1);
     }
-    pthread_mutex_unlock(&ctx->insert_lock);
+    convoy__data_dep_unlock(d);
+    pthread_rwlock_unlock(&ctx->insert_lock);
     if (users == NULL) {
         /* No memory for the list: waiting for everything is slower but just as right. */
         pthread_mutex_lock(&ctx->done_lock);
@@ -159,7 +161,8 @@ static void wait_for_users(convoy_data_t *d)
  * instead of being cancelled by them. */
 static void forget_failures(convoy_data_t *d)
 {
-    pthread_mutex_lock(&d->ctx->insert_lock);
+    pthread_rwlock_rdlock(&d->ctx->insert_lock);
+    convoy__data_dep_lock(d);
     if (d->last_writer != NULL &&
         __atomic_load_n(&d->last_writer->state, __ATOMIC_ACQUIRE) == CONVOY__TASK_DONE &&
         d->last_writer->outcome != CONVOY__OK) {
@@ -176,7 +179,8 @@ static void forget_failures(convoy_data_t *d)
             d->readers[k++] = r;
     }
     d->nreaders = k;
-    pthread_mutex_unlock(&d->ctx->insert_lock);
+    convoy__data_dep_unlock(d);
+    pthread_rwlock_unlock(&d->ctx->insert_lock);
 }
 
 /*
@@ -332,9 +336,11 @@ void convoy__data_destroy(convoy_data_t *data)
     if (data->next != NULL)
         data->next->prev = data->prev;
     pthread_mutex_unlock(&ctx->data_lock);
-    pthread_mutex_lock(&ctx->insert_lock);
+    pthread_rwlock_rdlock(&ctx->insert_lock);
+    convoy__data_dep_lock(data);
     forget_users(data);
-    pthread_mutex_unlock(&ctx->insert_lock);
+    convoy__data_dep_unlock(data);
+    pthread_rwlock_unlock(&ctx->insert_lock);
     convoy__data_unref(data);
 }
 

@@ -127,7 +127,7 @@ static int add_reader(convoy_data_t *d, convoy__task_t *t)
     return 0;
 }
 
-/* Under ctx->insert_lock: wire t's dependencies through one flow. */
+/* Under d's dep_lock: wire t's dependencies through one flow. */
 static convoy_status_t track_flow(convoy_context_t *ctx, convoy__task_t *t, convoy_data_t *d,
                                   convoy_access_t mode)
 {
@@ -150,6 +150,63 @@ static convoy_status_t track_flow(convoy_context_t *ctx, convoy__task_t *t, conv
         atomic_store_explicit(&d->last_writer_id, t->id + 1, memory_order_release);
     }
     return CONVOY_SUCCESS;
+}
+
+void convoy__data_dep_lock(convoy_data_t *d)
+{
+    while (atomic_exchange_explicit(&d->dep_lock, 1, memory_order_acquire) != 0) {
+        while (atomic_load_explicit(&d->dep_lock, memory_order_relaxed) != 0) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+void convoy__data_dep_unlock(convoy_data_t *d)
+{
+    atomic_store_explicit(&d->dep_lock, 0, memory_order_release);
+}
+
+/* t's distinct data in address order, into out; returns how many. */
+static int flows_in_order(const convoy__task_t *t, convoy_data_t **out)
+{
+    int n = 0;
+    for (int i = 0; i < t->cls->nflows; i++) {
+        convoy_data_t *d = t->data[i];
+        int k = n;
+        while (k > 0 && (uintptr_t)out[k - 1] > (uintptr_t)d)
+            k--;
+        if (k > 0 && out[k - 1] == d)
+            continue;
+        memmove(&out[k + 1], &out[k], (size_t)(n - k) * sizeof(*out));
+        out[k] = d;
+        n++;
+    }
+    return n;
+}
+
+/* Wire every flow of t into the graph: under insert_lock shared, with t's data locked
+ * in address order (so two tasks sharing data are ordered alike on each). Stops at the
+ * first error. Sets t's id from counter when it is non-NULL (under the locks, so ids
+ * rise along each datum's tasks). */
+static convoy_status_t track_flows(convoy_context_t *ctx, convoy__task_t *t,
+                                   _Atomic uint64_t *counter, uint64_t id_bits)
+{
+    convoy_data_t *order[CONVOY_MAX_FLOWS];
+    int n = flows_in_order(t, order);
+    for (int i = 0; i < n; i++)
+        convoy__data_dep_lock(order[i]);
+    if (counter != NULL) {
+        t->id = id_bits | atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+        t->view.task_id = t->id;
+    }
+    convoy_status_t st = CONVOY_SUCCESS;
+    for (int i = 0; i < t->cls->nflows && st == CONVOY_SUCCESS; i++)
+        st = track_flow(ctx, t, t->data[i], t->cls->modes[i]);
+    for (int i = n - 1; i >= 0; i--)
+        convoy__data_dep_unlock(order[i]);
+    return st;
 }
 
 /* Which device kinds could run the class here: a short list for error messages. */
@@ -292,14 +349,10 @@ convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls
     convoy__task_t *t = task_alloc(ctx, cls, args, args_size, flows);
     if (t == NULL)
         return CONVOY_ERR_NOMEM;
-    int n = cls->nflows;
-    pthread_mutex_lock(&ctx->insert_lock);
-    t->id = ctx->next_task_id++;
-    t->view.task_id = t->id;
+    pthread_rwlock_rdlock(&ctx->insert_lock);
     t->gen = convoy__insert_gen(ctx);
     atomic_fetch_add(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1);
-    for (int i = 0; i < n && st == CONVOY_SUCCESS; i++)
-        st = track_flow(ctx, t, flows[i], cls->modes[i]);
+    st = track_flows(ctx, t, &ctx->next_task_id, 0);
     if (opts != NULL && st == CONVOY_SUCCESS) {
         /* An insertion that fails never calls back (the task passes as cancelled). */
         t->where = (int16_t)(opts->where == CONVOY_WHERE_ANY   ? -1
@@ -309,7 +362,7 @@ convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls
         t->done_arg = opts->done_arg;
     }
     atomic_fetch_add(&ctx->inflight, 1);
-    pthread_mutex_unlock(&ctx->insert_lock);
+    pthread_rwlock_unlock(&ctx->insert_lock);
     atomic_fetch_add_explicit(&ctx->stats.tasks_inserted, 1, memory_order_relaxed);
     if (ctx->trace != NULL)
         convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
@@ -346,11 +399,9 @@ convoy__task_t *convoy__task_new_internal(convoy_context_t *ctx, int kind, int q
 
 convoy_status_t convoy__task_track(convoy_context_t *ctx, convoy__task_t *t)
 {
-    convoy_status_t st = CONVOY_SUCCESS;
-    pthread_mutex_lock(&ctx->insert_lock);
-    for (int i = 0; i < t->cls->nflows && st == CONVOY_SUCCESS; i++)
-        st = track_flow(ctx, t, t->data[i], t->cls->modes[i]);
-    pthread_mutex_unlock(&ctx->insert_lock);
+    pthread_rwlock_rdlock(&ctx->insert_lock);
+    convoy_status_t st = track_flows(ctx, t, NULL, 0);
+    pthread_rwlock_unlock(&ctx->insert_lock);
     if (st != CONVOY_SUCCESS)
         atomic_store(&t->cancel, 1);
     return st;

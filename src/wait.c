@@ -79,7 +79,7 @@ int convoy__task_wait(convoy_context_t *ctx, convoy__task_t *t)
 static uint64_t wait_cut(convoy_context_t *ctx)
 {
     for (;;) {
-        pthread_mutex_lock(&ctx->insert_lock);
+        pthread_rwlock_wrlock(&ctx->insert_lock);
         pthread_mutex_lock(&ctx->done_lock);
         uint64_t next = ctx->gen + 1;
         int s = (int)(next % CONVOY__WAIT_GENS);
@@ -87,10 +87,10 @@ static uint64_t wait_cut(convoy_context_t *ctx)
             atomic_store(&ctx->gen_of_slot[s], next);
             ctx->gen = next;
             pthread_mutex_unlock(&ctx->done_lock);
-            pthread_mutex_unlock(&ctx->insert_lock);
+            pthread_rwlock_unlock(&ctx->insert_lock);
             return next - 1;
         }
-        pthread_mutex_unlock(&ctx->insert_lock);
+        pthread_rwlock_unlock(&ctx->insert_lock);
         atomic_fetch_add(&ctx->cut_waiters, 1);
         while (atomic_load(&ctx->gen_count[s]) > 0 && ctx->gen + 1 == next)
             pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
