@@ -49,7 +49,8 @@ int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
 {
     if (e == NULL || e->done)
         return 1;
-    int rc = p->dev->ops->event_query(p->dev, e->ev);
+    int rc;
+    CONVOY__PROF_SUB(p, CONVOY__SUB_QUERY, rc = p->dev->ops->event_query(p->dev, e->ev));
     if (rc == 0)
         return 0;
     /* A failed event still means the work before it is over; the failure itself was
@@ -161,6 +162,54 @@ static void trace_counters(convoy__pipe_t *p)
                                                                .name = "ready queue"});
 }
 
+/* progress_profile: the time since *t0 goes to part, and *t0 moves on. */
+static inline void prof_mark(convoy__pipe_t *p, int part, uint64_t *t0)
+{
+    if (!p->profile)
+        return;
+    uint64_t now = convoy__now_ns();
+    p->prof[part] += now - *t0;
+    *t0 = now;
+}
+
+static uint64_t prof_total(const convoy__pipe_t *p)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < CONVOY__PROF_COUNT; i++)
+        total += p->prof[i];
+    return total;
+}
+
+static void prof_reset(convoy__pipe_t *p)
+{
+    memset(p->prof, 0, sizeof(p->prof));
+    memset(p->sub, 0, sizeof(p->sub));
+    p->prof_passes = p->prof_rings = 0;
+}
+
+/* Print the split of the busy period that ends now, and start the next one. */
+static void prof_print(convoy__pipe_t *p)
+{
+    static const char *const names[CONVOY__PROF_COUNT] = {"outbound", "rings", "eager",
+                                                          "pop",      "start", "idle"};
+    static const char *const subs[CONVOY__SUB_COUNT] = {"query",  "reserve", "stage",   "issue",
+                                                        "launch", "finish",  "complete"};
+    uint64_t total = prof_total(p);
+    char line[1024];
+    int len = snprintf(line, sizeof(line),
+                       "convoy: %s progress_profile: %.0f us in %llu passes, %llu rings of tasks:",
+                       p->dev->name, total / 1e3, (unsigned long long)p->prof_passes,
+                       (unsigned long long)p->prof_rings);
+    for (int i = 0; i < CONVOY__PROF_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
+        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s=%.0fus(%.1f%%)", names[i],
+                        p->prof[i] / 1e3, total ? 100.0 * (double)p->prof[i] / (double)total : 0.0);
+    for (int i = 0; i < CONVOY__SUB_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
+        len += snprintf(line + len, sizeof(line) - (size_t)len, "%s %s=%.0fus",
+                        i == 0 ? "; within:" : "", subs[i], p->sub[i] / 1e3);
+    fprintf(stderr, "%s\n", line);
+    prof_reset(p);
+}
+
 static void *progress_main(void *arg)
 {
     convoy__pipe_t *p = arg;
@@ -176,8 +225,11 @@ static void *progress_main(void *arg)
         convoy__trace_name(ctx->trace, p->queue, -1, p->dev->name);
         convoy__trace_name(ctx->trace, p->queue, 0, "progress");
     }
+    uint64_t t0 = p->profile ? convoy__now_ns() : 0;
     while (!atomic_load(&p->stop)) {
+        p->prof_passes++;
         int moved = p->outbound != NULL && convoy__outbound_poll(p);
+        prof_mark(p, CONVOY__PROF_OUTBOUND, &t0);
         for (convoy__ring_t **rp = &p->rings; *rp != NULL;) {
             convoy__ring_t *r = *rp, *next = r->next; /* r is freed once finished */
             int finished = 0;
@@ -189,9 +241,11 @@ static void *progress_main(void *arg)
                 rp = &r->next;
             }
         }
+        prof_mark(p, CONVOY__PROF_RINGS, &t0);
         if (p->neager > 0) {
             convoy__push_eager(p);
             moved = 1;
+            prof_mark(p, CONVOY__PROF_EAGER, &t0);
         }
         uint64_t deadline = UINT64_MAX;
         uint64_t seen = convoy__queue_pushes(ctx, p->queue);
@@ -201,11 +255,14 @@ static void *progress_main(void *arg)
         if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight &&
             !memory_wait) {
             int n = take_tasks(p, &deadline);
+            prof_mark(p, CONVOY__PROF_POP, &t0);
             if (n > 0) {
                 convoy__ring_start(p, p->popped, n);
                 moved = 1;
+                p->prof_rings += p->popped[0]->cls->internal == CONVOY__CLS_USER;
                 if (ctx->trace != NULL)
                     trace_counters(p);
+                prof_mark(p, CONVOY__PROF_START, &t0);
             }
         }
         if (moved)
@@ -218,9 +275,21 @@ static void *progress_main(void *arg)
             else if (p->poll_ns > 0)
                 convoy__sleep_until_ns(until);
         } else {
+            /* Nothing in flight: a busy period ends (a phase of the program). */
+            /* Periods under 1 ms would flood stderr: they count with the next one. Periods
+             * of transfers alone (a free's drops) are left out. */
+            if (p->profile && p->prof_rings > 0 && prof_total(p) >= 1000000)
+                prof_print(p);
+            else if (p->profile && p->prof_rings == 0)
+                prof_reset(p);
             convoy__queue_sleep(ctx, p->queue, seen, deadline);
+            t0 = p->profile ? convoy__now_ns() : 0;
+            continue;
         }
+        prof_mark(p, CONVOY__PROF_IDLE, &t0);
     }
+    if (p->profile && p->prof_rings > 0)
+        prof_print(p);
     return NULL;
 }
 
@@ -270,6 +339,7 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     p->queue = 1 + dev->index;
     p->max_inflight = (int)convoy__param_int(&ctx->params, "max_inflight");
     p->poll_ns = (uint64_t)(convoy__param_double(&ctx->params, "poll_us") * 1000.0);
+    p->profile = (int)convoy__param_int(&ctx->params, "progress_profile");
     p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
     size_t cap = (size_t)convoy__param_int(&ctx->params, "device_memory");
     if (cap > 0 && cap < dev->mem_capacity)

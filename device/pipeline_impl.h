@@ -105,6 +105,36 @@ typedef struct convoy__outbatch {
     convoy__devcopy_t *copies[];
 } convoy__outbatch_t;
 
+/* The parts of the progress loop that progress_profile times (pipeline.c). */
+enum {
+    CONVOY__PROF_OUTBOUND, /* polling pushouts home */
+    CONVOY__PROF_RINGS,    /* polling rings: stages, launches, completions */
+    CONVOY__PROF_EAGER,    /* pushing final versions home while a wait is pending */
+    CONVOY__PROF_POP,      /* taking tasks from the scheduler */
+    CONVOY__PROF_START,    /* starting rings: copies planned and submitted, launches */
+    CONVOY__PROF_IDLE,     /* sleeping or waiting on the device */
+    CONVOY__PROF_COUNT
+};
+/* Parts within those, timed apart (inclusive): where a ring's host time goes. */
+enum {
+    CONVOY__SUB_QUERY,    /* event queries (the device's event_query op) */
+    CONVOY__SUB_RESERVE,  /* members' copies taken (allocated), fresh buffers */
+    CONVOY__SUB_STAGE,    /* a ring's stage-in: copies taken, planned and issued */
+    CONVOY__SUB_ISSUE,    /* of which: the copy submissions */
+    CONVOY__SUB_LAUNCH,   /* launches of groups */
+    CONVOY__SUB_FINISH,   /* members finished: versions set, copies released, completion */
+    CONVOY__SUB_COMPLETE, /* of which: the core's task completion */
+    CONVOY__SUB_COUNT
+};
+/* Run stmt, timing it into p->sub[part] when progress_profile is on. */
+#define CONVOY__PROF_SUB(p, part, stmt)                                                            \
+    do {                                                                                           \
+        uint64_t t_sub_ = (p)->profile ? convoy__now_ns() : 0;                                     \
+        stmt;                                                                                      \
+        if ((p)->profile)                                                                          \
+            (p)->sub[part] += convoy__now_ns() - t_sub_;                                           \
+    } while (0)
+
 typedef struct convoy__pipe {
     convoy__device_t *dev;
     convoy_context_t *ctx;
@@ -126,6 +156,10 @@ typedef struct convoy__pipe {
     convoy__pev_t *free_pevs;
     int method; /* copy_method: -1 auto */
     uint64_t poll_ns;
+    int profile;                        /* progress_profile: prof[] is kept */
+    uint64_t prof[CONVOY__PROF_COUNT];  /* ns spent in each part of the progress loop */
+    uint64_t sub[CONVOY__SUB_COUNT];    /* ns in parts within those */
+    uint64_t prof_passes, prof_rings;   /* loop passes, rings started */
     convoy__task_t *popped[CONVOY__RING_CAP];
 } convoy__pipe_t;
 

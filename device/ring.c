@@ -206,7 +206,8 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         if (!r->m[i].fail)
             plan_member(p, r, i, &s, slot);
     if (s.n > 0)
-        convoy__stage_issue(p, r->id, &s, CONVOY__STAGE_IN, p->in, p->in_large);
+        CONVOY__PROF_SUB(p, CONVOY__SUB_ISSUE,
+                         convoy__stage_issue(p, r->id, &s, CONVOY__STAGE_IN, p->in, p->in_large));
     r->nin = s.plan.nsubs;
     r->in_subs = s.subs;
     r->in_split = malloc((size_t)(r->nin > 0 ? r->nin : 1));
@@ -403,7 +404,8 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
         memset(mm, 0, sizeof(*mm));
         mm->task = t;
         mm->in_need = -1;
-        convoy_status_t st = reserve_member(p, mm);
+        convoy_status_t st;
+        CONVOY__PROF_SUB(p, CONVOY__SUB_RESERVE, st = reserve_member(p, mm));
         if (st == CONVOY_ERR_NOMEM && defer_for_memory(p, tasks, i, n, kept, &defer_tail))
             continue;
         if (st != CONVOY_SUCCESS) {
@@ -422,7 +424,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     }
     atomic_fetch_add_explicit(&ctx->stats.rings, 1, memory_order_relaxed);
     r->open_members = kept;
-    stage_in(p, r);
+    CONVOY__PROF_SUB(p, CONVOY__SUB_STAGE, stage_in(p, r));
     if (make_groups(r) != 0) {
         /* Out of host memory: every member fails, once the copies it holds have landed
          * (one group waiting on the last stage-in, never launched). */
@@ -437,7 +439,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     }
     for (int k = 0; k < r->ngroups; k++)
         if (!r->groups[k].split)
-            convoy__launch_group(p, r, &r->groups[k]);
+            CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, &r->groups[k]));
     convoy__ring_add(p, r);
 }
 
@@ -565,8 +567,9 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     r->open_members--;
     __atomic_fetch_sub(&p->dev->load, 1, __ATOMIC_RELAXED);
     char msg[768];
-    convoy__task_complete(t, ok ? CONVOY__OK : CONVOY__FAILED,
-                          ok ? NULL : fail_text(r, m, msg, sizeof(msg)));
+    CONVOY__PROF_SUB(p, CONVOY__SUB_COMPLETE,
+                     convoy__task_complete(t, ok ? CONVOY__OK : CONVOY__FAILED,
+                                           ok ? NULL : fail_text(r, m, msg, sizeof(msg))));
     return 1;
 }
 
@@ -659,7 +662,7 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
         switch (g->state) {
         case GROUP_WAIT_IN:
             if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
-                convoy__launch_group(p, r, g);
+                CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, g));
                 moved = 1;
             }
             break;
@@ -675,7 +678,10 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 int ready = 1;
                 for (int w = 0; w < m->nwait && ready; w++)
                     ready = convoy__pev_poll(p, m->wait[w]);
-                if (ready && finish_member(p, r, m))
+                int done = 0;
+                if (ready)
+                    CONVOY__PROF_SUB(p, CONVOY__SUB_FINISH, done = finish_member(p, r, m));
+                if (done)
                     moved = 1;
                 else
                     open = 1;

@@ -151,6 +151,7 @@ typedef struct convoy__queue_wait {
     pthread_cond_t cond;
     _Atomic uint64_t pushes; /* bumped by each push */
     atomic_int sleepers;     /* consumers in (or entering) the wait */
+    atomic_int spinners;     /* CPU workers polling `pushes` (queue 0 only) */
 } convoy__queue_wait_t;
 
 typedef struct convoy__stats_atomic {

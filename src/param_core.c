@@ -159,5 +159,12 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 100000,
      .doc = "how long a progress thread sleeps between polls of a device without an idle "
             "wait of its own"},
+    {.name = "progress_profile",
+     .type = CONVOY__PARAM_BOOL,
+     .def = "0",
+     .doc = "each accelerator's progress thread times its own work (pushouts, rings, starts, "
+            "pops, waits on the device) and prints the split to stderr at the end of each busy "
+            "period (when nothing is left in flight): where the host time per ring goes, on "
+            "machines without a profiler"},
     {0},
 };

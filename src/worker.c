@@ -21,19 +21,25 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
         convoy__queue_wake(ctx, queue);
 }
 
-/* Pushes and sleepers are sequentially consistent atomics: a pusher bumps `pushes` then
- * reads `sleepers`; a sleeper bumps `sleepers` then reads `pushes` (under the lock, which
- * it holds into the wait). One of the two always sees the other, so no push is missed,
- * and a push takes no lock while every consumer is awake. */
+static void wake_one(convoy__queue_wait_t *w)
+{
+    pthread_mutex_lock(&w->lock);
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Pushes, sleepers and spinners are sequentially consistent atomics: a pusher bumps
+ * `pushes` then reads `spinners` and `sleepers`; a sleeper bumps `sleepers` then reads
+ * `pushes` (under the lock, which it holds into the wait); a spinner reads `pushes`
+ * again after it stops spinning and before it sleeps. So a push that finds a spinner
+ * needs no wake-up: that spinner, or the one it hands over to (worker_main), sees it.
+ * A push takes no lock while a consumer is awake to see it. */
 void convoy__queue_wake(convoy_context_t *ctx, int queue)
 {
     convoy__queue_wait_t *w = &ctx->qwait[queue];
     atomic_fetch_add(&w->pushes, 1);
-    if (atomic_load(&w->sleepers) > 0) {
-        pthread_mutex_lock(&w->lock);
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-    }
+    if (atomic_load(&w->spinners) == 0 && atomic_load(&w->sleepers) > 0)
+        wake_one(w);
 }
 
 void convoy__queues_expedite(convoy_context_t *ctx, int begin)
@@ -72,8 +78,6 @@ void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64
  * costs a futex wake-up (a few us) per task when tasks trickle in one at a time. */
 static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t spin_ns)
 {
-    if (spin_ns == 0)
-        return;
     uint64_t until = convoy__now_ns() + spin_ns;
     for (int i = 0; convoy__queue_pushes(ctx, queue) == seen && !atomic_load(&ctx->stopping); i++) {
         if ((i & 63) == 63 && convoy__now_ns() >= until)
@@ -117,22 +121,46 @@ static void *worker_main(void *p)
     }
     convoy__task_t *ring[CONVOY__CPU_RING_MAX];
     uint64_t spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_us") * 1000.0);
+    convoy__queue_wait_t *w = &ctx->qwait[0];
+    int spinning = 0;
     for (;;) {
         uint64_t seen = convoy__queue_pushes(ctx, 0);
         uint64_t deadline = UINT64_MAX;
         int n = ctx->sched->pop(ctx->sched_state, 0, ring, CONVOY__CPU_RING_MAX, convoy__now_ns(),
                                 &deadline);
         if (n > 0) {
+            /* The last spinner goes to work: pushes it let pass without a wake-up may
+             * still wait, so hand the watch to a sleeper (which spins in its turn). A
+             * busy worker with work left behind it does the same. */
+            int last = spinning ? atomic_fetch_sub(&w->spinners, 1) == 1
+                                : atomic_load(&w->spinners) == 0;
+            spinning = 0;
+            if (last && atomic_load(&w->sleepers) > 0 && ctx->sched->depth(ctx->sched_state, 0) > 0)
+                wake_one(w);
             convoy__host_execute(ctx, index, ring, n);
             continue;
         }
         if (atomic_load(&ctx->stopping))
             break;
-        queue_spin(ctx, 0, seen, spin_ns);
+        /* One worker at a time polls: more only fight over the queue's lock (on 16 cores
+         * every worker polling for 20 us made empty tasks cost 8.1 us instead of 4.9). */
+        if (!spinning && spin_ns > 0 && atomic_load(&w->spinners) == 0) {
+            int none = 0;
+            spinning = atomic_compare_exchange_strong(&w->spinners, &none, 1);
+        }
+        if (spinning) {
+            queue_spin(ctx, 0, seen, spin_ns);
+            if (convoy__queue_pushes(ctx, 0) != seen)
+                continue;
+            atomic_fetch_sub(&w->spinners, 1);
+            spinning = 0;
+        }
         if (convoy__queue_pushes(ctx, 0) != seen)
             continue;
         convoy__queue_sleep(ctx, 0, seen, deadline);
     }
+    if (spinning)
+        atomic_fetch_sub(&w->spinners, 1);
     convoy__host_worker_exit();
     return NULL;
 }
