@@ -21,7 +21,9 @@
  *  - launches report CUDA errors a chore leaves, and not its own return value;
  *  - the device pool aligns, separates and coalesces allocations and reports
  *    CONVOY_ERR_NOMEM past cuda_memory; pinned host allocation is thread-safe.
- * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed".
+ * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed"; a fatal CUDA
+ * error names the submission (round trip number, direction, method asked and used,
+ * memory, count) that ran before it.
  */
 #include "config.h"
 
@@ -57,12 +59,18 @@ static int passed, failed;
         }                                                                                          \
     } while (0)
 
+/* What the test is doing, for a fatal error's message: an error a copy left on the
+ * device shows at the test's next CUDA call, which alone would not say which submission
+ * (method asked and used, memory, count) preceded it. */
+static char doing[256];
+
 /* A CUDA call of the test itself: failing is fatal (the test cannot go on). */
 #define CK(call)                                                                                   \
     do {                                                                                           \
         cudaError_t rc_ = (call);                                                                  \
         if (rc_ != cudaSuccess) {                                                                  \
-            printf("FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(rc_));     \
+            printf("FATAL %s:%d: %s: %s%s%s\n", __FILE__, __LINE__, #call, cudaGetErrorName(rc_),  \
+                   doing[0] ? ", after " : "", doing);                                             \
             printf("%d passed, %d failed\n", passed, failed + 1);                                  \
             exit(1);                                                                               \
         }                                                                                          \
@@ -266,10 +274,15 @@ static void round_trip(env_t *e, int dir, int method, int host_kind, int n, int 
         memcpy(e->oracle + e->dst_off[i], src_image + e->src_off[i], c->bytes);
     }
     int submitted = -1, used = -1;
-    convoy_status_t st =
-        e->dev->ops->memcpy_multi(e->dev, e->stream, e->copies, n, method, &submitted, &used);
     const char *what = method < 0 ? "auto" : convoy__copy_method_name(method);
     const char *mem = host_kind == 0 ? "pinned" : host_kind == 1 ? "pageable" : "foreign";
+    static int trips;
+    snprintf(doing, sizeof(doing), "round trip %d (%s %s %s n=%d class=%d)", ++trips, dir_name(dir),
+             what, mem, n, size_class);
+    convoy_status_t st =
+        e->dev->ops->memcpy_multi(e->dev, e->stream, e->copies, n, method, &submitted, &used);
+    size_t len = strlen(doing);
+    snprintf(doing + len, sizeof(doing) - len, ", used %s", convoy__copy_method_name(used));
     EXPECT(st == CONVOY_SUCCESS && submitted == n,
            "%s %s %s n=%d class=%d: status %d, submitted %d: %s", dir_name(dir), what, mem, n,
            size_class, (int)st, submitted, convoy_last_error(NULL));
@@ -877,6 +890,7 @@ int main(void)
     free(e->check);
     free(e);
 
+    doing[0] = '\0';
     sm_ring_stress();
     device_pool();
     printf("%d passed, %d failed\n", passed, failed);
