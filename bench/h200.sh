@@ -1,6 +1,8 @@
 #!/bin/bash
 # Build convoy from its release tarball on a GPU machine, run the GPU tests and the
-# benchmarks, and leave logs in $OUT (default ./h200-out). Prints a short table last.
+# benchmarks, and leave logs in $OUT (default ./h200-out). Prints a short table last,
+# ending with one line per program run under compute-sanitizer memcheck ("ok" or
+# "FAILED (why) log: PATH"); exits 1 when any of those failed or could not run.
 #   bench/h200.sh convoy-0.1.0.tar.gz [quick|full]
 # The machine needs gcc, make and CUDA; not libtool or Check (the tarball carries what
 # the build needs; the Check suites are skipped).
@@ -72,18 +74,46 @@ CONVOY_TRACE="$out/traces/mixed_split_on.json" bench/mixed_latency --convoy-sche
 CONVOY_TRACE="$out/traces/mixed_split_off.json" bench/mixed_latency --convoy-sched=batch --convoy-batch-split-bytes=0 --rounds=2 >>"$out/bench.log" 2>&1
 (cd "$out" && tar czf traces.tgz traces && rm -rf traces)
 
-sanitize=0
-if command -v compute-sanitizer >/dev/null; then
-    timeout ${MEMCHECK_SECONDS:-150} compute-sanitizer --tool memcheck --error-exitcode 9 tests/gpu_tasks >"$out/memcheck_tasks.log" 2>&1
-    sanitize=$?
-    # gpu_copy makes failing CUDA calls on purpose: count memory errors only.
-    timeout ${MEMCHECK_SECONDS:-150} compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 tests/gpu_copy >"$out/memcheck_copy.log" 2>&1
-    sanitize=$((sanitize + $?))
-fi
+# compute-sanitizer memcheck over the GPU test programs. A failure must not pass
+# unnoticed: each program's verdict is a line of the final table (FAILED with the
+# reason), its log stays in $out beside logs.tgz, and the script exits non-zero.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+memcheck_lines=()
+memcheck_bad=0
+memcheck() { # name, extra sanitizer options..., --, program
+    local name=$1 log="$out/memcheck_$1.log" opts=() rc
+    shift
+    while [ "$1" != -- ]; do opts+=("$1"); shift; done
+    shift
+    if [ -z "$sanitizer" ]; then
+        memcheck_lines+=("memcheck $name: FAILED (no compute-sanitizer found)")
+        memcheck_bad=1
+        return
+    fi
+    timeout "${MEMCHECK_SECONDS:-150}" "$sanitizer" --tool memcheck --error-exitcode 9 \
+        "${opts[@]}" "$@" >"$log" 2>&1
+    rc=$?
+    local errors
+    errors=$(grep -Eo "ERROR SUMMARY: [0-9]+" "$log" | tail -n 1)
+    if [ "$rc" -eq 0 ]; then
+        memcheck_lines+=("memcheck $name: ok (${errors:-no summary})")
+    else
+        local why="rc=$rc"
+        [ "$rc" -eq 124 ] && why="timed out after ${MEMCHECK_SECONDS:-150} s"
+        [ "$rc" -eq 9 ] && why="memory errors reported"
+        memcheck_lines+=("memcheck $name: FAILED ($why; ${errors:-no summary}; $(grep -E "^FATAL|^FAIL " "$log" | head -n 1)) log: $log")
+        memcheck_bad=1
+    fi
+}
+memcheck gpu_tasks -- tests/gpu_tasks
+# gpu_copy makes failing CUDA calls on purpose: count memory errors only.
+memcheck gpu_copy --report-api-errors no -- tests/gpu_copy
 
-echo "== make check: rc=$check_rc; compute-sanitizer: rc=$sanitize"
+echo "== make check: rc=$check_rc"
 grep -E "^(# (PASS|FAIL|SKIP|ERROR)|[0-9]+ passed)" "$out/check.log" "$out/tests.log" | sort | uniq | head -20
 grep -E "verified=no|rc=[1-9]" "$out/bench.log" | head
 grep -E "^(tiny_tasks|mixed_latency|overhead|raw_cuda|copy_paths configs)" "$out/bench.log" |
     sed -E 's/ (flow_bytes|inputs|outputs|h2d_copies|d2h_copies|small|rounds)=[^ ]*//g' | tail -n 14
-(cd "$out" && tar czf logs.tgz ./*.log machine.txt && rm -f ./*.log)
+(cd "$out" && tar czf logs.tgz ./*.log machine.txt && find . -maxdepth 1 -name '*.log' ! -name 'memcheck_*' -delete)
+printf '%s\n' "${memcheck_lines[@]}"
+exit "$memcheck_bad"

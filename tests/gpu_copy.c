@@ -17,11 +17,16 @@
  *  - invalid arguments are CONVOY_ERR_INVALID naming the copy;
  *  - back-to-back SM submissions on two streams, never synchronized in between, through
  *    a descriptor ring of 256 slots (cuda_desc_slots) that must wrap and wait: every
- *    copy lands (no descriptor is reused while its kernel may still read it);
+ *    copy lands (no descriptor is reused while its kernel may still read it), with the
+ *    kernel reading the mapped ring and reading a device copy (cuda_sm_desc);
+ *  - the engine method splits a submission into batch calls of cuda_engine_max_copies
+ *    and counts the calls before a failing one as enqueued;
  *  - launches report CUDA errors a chore leaves, and not its own return value;
  *  - the device pool aligns, separates and coalesces allocations and reports
  *    CONVOY_ERR_NOMEM past cuda_memory; pinned host allocation is thread-safe.
- * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed".
+ * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed"; a fatal CUDA
+ * error names the submission (round trip number, direction, method asked and used,
+ * memory, count) that ran before it.
  */
 #include "config.h"
 
@@ -57,12 +62,18 @@ static int passed, failed;
         }                                                                                          \
     } while (0)
 
+/* What the test is doing, for a fatal error's message: an error a copy left on the
+ * device shows at the test's next CUDA call, which alone would not say which submission
+ * (method asked and used, memory, count) preceded it. */
+static char doing[256];
+
 /* A CUDA call of the test itself: failing is fatal (the test cannot go on). */
 #define CK(call)                                                                                   \
     do {                                                                                           \
         cudaError_t rc_ = (call);                                                                  \
         if (rc_ != cudaSuccess) {                                                                  \
-            printf("FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(rc_));     \
+            printf("FATAL %s:%d: %s: %s%s%s\n", __FILE__, __LINE__, #call, cudaGetErrorName(rc_),  \
+                   doing[0] ? ", after " : "", doing);                                             \
             printf("%d passed, %d failed\n", passed, failed + 1);                                  \
             exit(1);                                                                               \
         }                                                                                          \
@@ -266,10 +277,15 @@ static void round_trip(env_t *e, int dir, int method, int host_kind, int n, int 
         memcpy(e->oracle + e->dst_off[i], src_image + e->src_off[i], c->bytes);
     }
     int submitted = -1, used = -1;
-    convoy_status_t st =
-        e->dev->ops->memcpy_multi(e->dev, e->stream, e->copies, n, method, &submitted, &used);
     const char *what = method < 0 ? "auto" : convoy__copy_method_name(method);
     const char *mem = host_kind == 0 ? "pinned" : host_kind == 1 ? "pageable" : "foreign";
+    static int trips;
+    snprintf(doing, sizeof(doing), "round trip %d (%s %s %s n=%d class=%d)", ++trips, dir_name(dir),
+             what, mem, n, size_class);
+    convoy_status_t st =
+        e->dev->ops->memcpy_multi(e->dev, e->stream, e->copies, n, method, &submitted, &used);
+    size_t len = strlen(doing);
+    snprintf(doing + len, sizeof(doing) - len, ", used %s", convoy__copy_method_name(used));
     EXPECT(st == CONVOY_SUCCESS && submitted == n,
            "%s %s %s n=%d class=%d: status %d, submitted %d: %s", dir_name(dir), what, mem, n,
            size_class, (int)st, submitted, convoy_last_error(NULL));
@@ -639,16 +655,20 @@ static void host_memory(env_t *e)
     EXPECT(errors == 0, "pinned allocation from 4 threads: %d errors", errors);
 }
 
-/* A context of its own with cuda_desc_slots=256: 300 SM submissions of 1..200 copies
- * each, alternating between two streams without synchronizing, H2D then D2H. */
-static void sm_ring_stress(void)
+/* A context of its own with cuda_desc_slots=256 and cuda_sm_desc=desc_mode: 300 SM
+ * submissions of 1..200 copies each, alternating between two streams without
+ * synchronizing, H2D then D2H. */
+static void sm_ring_stress(const char *desc_mode)
 {
     convoy_param_preset_clear();
     convoy_param_preset("devices", "cuda");
     convoy_param_preset("cuda_desc_slots", "256");
+    convoy_param_preset("cuda_sm_desc", desc_mode);
+    snprintf(doing, sizeof(doing), "the ring stress, cuda_sm_desc=%s", desc_mode);
     convoy_context_t *ctx;
     if (convoy_init(NULL, NULL, &ctx) != CONVOY_SUCCESS) {
-        EXPECT(0, "convoy_init with cuda_desc_slots=256: %s", convoy_last_error(NULL));
+        EXPECT(0, "convoy_init with cuda_desc_slots=256, cuda_sm_desc=%s: %s", desc_mode,
+               convoy_last_error(NULL));
         return;
     }
     convoy__device_t *d = convoy__ctx_accel(ctx, 0);
@@ -706,8 +726,8 @@ static void sm_ring_stress(void)
             else if (used != CONVOY__METHOD_SM)
                 wrong_method++;
         }
-        EXPECT(errors == 0 && wrong_method == 0, "ring stress %s: %d failed, %d not sm: %s",
-               h2d ? "H2D" : "D2H", errors, wrong_method, convoy_last_error(NULL));
+        EXPECT(errors == 0 && wrong_method == 0, "ring stress %s (%s): %d failed, %d not sm: %s",
+               h2d ? "H2D" : "D2H", desc_mode, errors, wrong_method, convoy_last_error(NULL));
         for (int i = 0; i < 2; i++)
             CK(cudaStreamSynchronize((cudaStream_t)d->ops->stream_native(d, st[i])));
         if (h2d)
@@ -716,8 +736,9 @@ static void sm_ring_stress(void)
         size_t k = 0;
         while (k < cur && got[k] == expect[k])
             k++;
-        EXPECT(k == cur, "ring stress %s: byte %zu of %zu differs (got %02x, want %02x)",
-               h2d ? "H2D" : "D2H", k, cur, k < cur ? got[k] : 0, k < cur ? expect[k] : 0);
+        EXPECT(k == cur, "ring stress %s (%s): byte %zu of %zu differs (got %02x, want %02x)",
+               h2d ? "H2D" : "D2H", desc_mode, k, cur, k < cur ? got[k] : 0,
+               k < cur ? expect[k] : 0);
         free(expect);
     }
     for (int i = 0; i < 2; i++)
@@ -727,6 +748,83 @@ static void sm_ring_stress(void)
     free(oracle);
     free(check);
     free(c);
+    convoy_fini(ctx);
+}
+
+/*
+ * A context of its own with cuda_engine_max_copies=4: 10 H2D copies by the engine method
+ * go as three batch calls (4, 4, 2) and all land; with an oversize copy at index 5 (CUDA
+ * rejects it at the second call) the submission fails with CONVOY_ERR_DEVICE, reports the
+ * first call's 4 copies enqueued (12.8/12.9: 5, failIdx naming copy 1 of the second
+ * call), and those 4 landed.
+ */
+static void engine_split(void)
+{
+    convoy_param_preset_clear();
+    convoy_param_preset("devices", "cuda");
+    convoy_param_preset("cuda_engine_max_copies", "4");
+    snprintf(doing, sizeof(doing), "the engine split test");
+    convoy_context_t *ctx;
+    if (convoy_init(NULL, NULL, &ctx) != CONVOY_SUCCESS) {
+        EXPECT(0, "convoy_init with cuda_engine_max_copies=4: %s", convoy_last_error(NULL));
+        return;
+    }
+    convoy__device_t *d = convoy__ctx_accel(ctx, 0);
+    if (!has(d, CONVOY__METHOD_ENGINE)) {
+        convoy_fini(ctx);
+        return;
+    }
+    enum { N = 10, SZ = 4096 };
+    convoy__stream_t *st = NULL;
+    unsigned char *host = convoy_host_alloc(ctx, N * SZ), *dev = NULL, *bd = NULL, *bh = NULL;
+    unsigned char *check = malloc(N * SZ);
+    if (d->ops->stream_create(d, &st) != CONVOY_SUCCESS ||
+        d->ops->mem_alloc(d, N * SZ, (void **)&dev) != CONVOY_SUCCESS || !host || !check) {
+        EXPECT(0, "engine split set-up: %s", convoy_last_error(NULL));
+        return;
+    }
+    CK(cudaMalloc((void **)&bd, 1u << 20));
+    CK(cudaHostAlloc((void **)&bh, 1u << 20, cudaHostAllocDefault));
+    cudaStream_t s = (cudaStream_t)d->ops->stream_native(d, st);
+    convoy__copy_t c[N];
+    for (int bad = 0; bad < 2; bad++) {
+        fill_random(host, N * SZ);
+        CK(cudaMemset(dev, POISON, N * SZ));
+        for (int i = 0; i < N; i++)
+            c[i] = (convoy__copy_t){.dst = dev + i * SZ,
+                                    .src = host + i * SZ,
+                                    .bytes = SZ,
+                                    .dir = CONVOY__H2D,
+                                    .flags = CONVOY__COPY_HOST_PINNED,
+                                    .tag = i};
+        if (bad)
+            c[5] = (convoy__copy_t){.dst = bd + 256,
+                                    .src = bh,
+                                    .bytes = 2u << 20,
+                                    .dir = CONVOY__H2D,
+                                    .flags = CONVOY__COPY_HOST_PINNED,
+                                    .tag = 5};
+        int submitted = -1, used = -1;
+        convoy_status_t rc =
+            d->ops->memcpy_multi(d, st, c, N, CONVOY__METHOD_ENGINE, &submitted, &used);
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
+        CK(cudaStreamSynchronize(s));
+        int want = !bad ? N : CUDART_VERSION >= 13000 ? 4 : 5;
+        EXPECT(rc == (bad ? CONVOY_ERR_DEVICE : CONVOY_SUCCESS) && submitted == want,
+               "engine split, %s: status %d, submitted %d (want %d): %s",
+               bad ? "oversize copy 5" : "good", (int)rc, submitted, want, msg);
+        size_t landed = bad ? 4 * SZ : N * SZ;
+        CK(cudaMemcpy(check, dev, landed, cudaMemcpyDeviceToHost));
+        EXPECT(memcmp(check, host, landed) == 0, "engine split, %s: the first %zu bytes differ",
+               bad ? "oversize copy 5" : "good", landed);
+    }
+    CK(cudaFree(bd));
+    CK(cudaFreeHost(bh));
+    d->ops->stream_destroy(d, st);
+    d->ops->mem_free(d, dev);
+    convoy_host_free(ctx, host);
+    free(check);
     convoy_fini(ctx);
 }
 
@@ -877,7 +975,10 @@ int main(void)
     free(e->check);
     free(e);
 
-    sm_ring_stress();
+    sm_ring_stress("mapped");
+    sm_ring_stress("device");
+    engine_split();
+    doing[0] = '\0';
     device_pool();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -3,15 +3,20 @@
  * automatic choice between them (device.h, DESIGN.md "memcpy_multi: the contract").
  *
  *   loop    one cudaMemcpyAsync per copy; on failure at copy j, j copies were enqueued.
- *   engine  one cudaMemcpyBatchAsync (CUDA 12.8 and later): the copy engines carry the
- *           whole submission for one host call.
+ *   engine  one cudaMemcpyBatchAsync (CUDA 12.8 and later) per cuda_engine_max_copies
+ *           copies: the copy engines carry the submission for a host call or a few.
  *   sm      one kernel (cuda_copy_kernel.cu) reading descriptors from a ring of mapped
- *           pinned host memory; every host side must be pinned and mapped.
+ *           pinned host memory (or, with cuda_sm_desc=device, from a device copy of the
+ *           ring's slots made just before the launch on the same stream); every host side
+ *           must be pinned and mapped.
  *
  * The SM descriptor ring: each SM submission takes a contiguous run of slots, writes its
  * descriptors there, launches the kernel, and records an event behind it; the slots are
  * reused only once that event has completed (a FIFO of in-flight submissions, checked
- * oldest first, waited for only when the ring or the FIFO is full).
+ * oldest first, waited for only when the ring or the FIFO is full). Whatever was
+ * enqueued that reads the slots (the descriptor upload, the kernel) is behind the event
+ * before the slots are released: a submission that fails after enqueueing a reader waits
+ * for its stream instead of handing the slots back.
  */
 #include "config.h"
 
@@ -58,6 +63,11 @@ convoy_status_t convoy__cuda_copy_init(convoy__cuda_dev_t *dev)
     st = CONVOY_CUDA_CALL(b->ctx, b->name, cudaHostGetDevicePointer(&dev->ring_dev, ring, 0));
     if (st != CONVOY_SUCCESS)
         return st;
+    if (dev->sm_desc_device) {
+        st = CONVOY_CUDA_CALL(b->ctx, b->name, cudaMalloc(&dev->ring_devmem, ring_bytes));
+        if (st != CONVOY_SUCCESS)
+            return st;
+    }
     dev->subs = convoy__calloc(b->ctx, SM_SUBS, sizeof(*dev->subs), "SM submission records");
     if (dev->subs == NULL)
         return CONVOY_ERR_NOMEM;
@@ -86,6 +96,8 @@ void convoy__cuda_copy_fini(convoy__cuda_dev_t *dev)
     free(dev->subs);
     if (dev->ring != NULL)
         CONVOY_CUDA_CALL(NULL, name, cudaFreeHost(dev->ring));
+    if (dev->ring_devmem != NULL)
+        CONVOY_CUDA_CALL(NULL, name, cudaFree(dev->ring_devmem));
     convoy__copyargs_fini(&dev->eng);
     pthread_mutex_destroy(&dev->copy_lock);
 }
@@ -127,7 +139,9 @@ static convoy_status_t copy_loop(convoy__cuda_dev_t *dev, cudaStream_t s,
 /* ---- engine ------------------------------------------------------------------------ */
 
 #if CONVOY_HAVE_CUDA_BATCH
-static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
+/* One cudaMemcpyBatchAsync over copies[0..n): *done_p copies enqueued (0, or what 12.x's
+ * failIdx names, on failure). */
+static convoy_status_t engine_call(convoy__cuda_dev_t *dev, cudaStream_t s,
                                    const convoy__copy_t *copies, int n, int *done_p)
 {
     convoy__device_t *b = &dev->base;
@@ -136,18 +150,20 @@ static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
     if (st != CONVOY_SUCCESS)
         return st;
     /* One attribute for every copy: sources are read in stream order (the copies wait
-     * for the work before them, as any stream operation). */
+     * for the work before them, as any stream operation). The overlap flag is only a
+     * hint to the driver (cuda_engine_overlap). */
     struct cudaMemcpyAttributes attr;
     memset(&attr, 0, sizeof(attr));
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.flags = dev->engine_overlap ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
     size_t attr_idx = 0;
 #if CUDART_VERSION >= 13000
     /*
      * 13.x has no failIdx and, on failure, may already have enqueued (and run) a prefix
      * of the batch (measured: "good, oversize" ran copy 0). We report 0 enqueued, so the
-     * pipeline re-issues every copy one at a time; copying the same bytes again is
-     * harmless, because no two copies of a submission touch the same bytes and their
-     * sources do not change while they are in flight.
+     * pipeline re-issues every copy of this call one at a time; copying the same bytes
+     * again is harmless, because no two copies of a submission touch the same bytes and
+     * their sources do not change while they are in flight.
      */
     st = CONVOY_CUDA_CALL(b->ctx, b->name,
                           cudaMemcpyBatchAsync(dev->eng.dsts, dev->eng.srcs, dev->eng.sizes,
@@ -168,8 +184,28 @@ static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
     else if (fail_idx < (size_t)n)
         *done_p = (int)fail_idx;
 #endif
-    if (st != CONVOY_SUCCESS)
-        return annotate(dev, st, "engine", -1, n, NULL);
+    return st;
+}
+
+/* The engine method: one batch call per cuda_engine_max_copies copies (PHYSICS.md s1:
+ * the copy engines gain nothing past ~512 entries, and 2048-entry batches were slower
+ * than 512-entry ones), so that a submission planned for the SM kernel's larger optimum
+ * still reaches the engines at theirs. On failure the calls before the failing one are
+ * enqueued, and *done_p counts them (plus what 12.x's failIdx names). */
+static convoy_status_t copy_engine(convoy__cuda_dev_t *dev, cudaStream_t s,
+                                   const convoy__copy_t *copies, int n, int *done_p)
+{
+    *done_p = 0;
+    for (int first = 0; first < n;) {
+        int k = CONVOY__MIN(n - first, dev->engine_max_copies), done = 0;
+        convoy_status_t st = engine_call(dev, s, copies + first, k, &done);
+        *done_p = first + done;
+        if (st == CONVOY_ERR_NOMEM)
+            return st;
+        if (st != CONVOY_SUCCESS)
+            return annotate(dev, st, "engine", -1, n, NULL);
+        first += k;
+    }
     return CONVOY_SUCCESS;
 }
 #endif /* CONVOY_HAVE_CUDA_BATCH */
@@ -243,26 +279,46 @@ enum {
     SM_DEVICE = 2, /* a device side outside this device's pool */
 };
 
-/* Fill d from c, or say why the kernel may not carry c. Under the slab and pool locks. */
-static int sm_describe(convoy__cuda_dev_t *dev, const convoy__copy_t *c, convoy__cuda_desc_t *d)
+/* 1 when [p, p + bytes) lies in the pool: the chunk of the last hit first (*last_p,
+ * updated), since a submission's device sides mostly share a chunk; the pool's search
+ * otherwise (the same answer as convoy__devpool_contains_locked). Under the pool lock. */
+static int in_pool(convoy__cuda_dev_t *dev, const void *p, size_t bytes,
+                   const convoy__arena_region_t **last_p)
+{
+    const convoy__arena_region_t *r = *last_p;
+    if (r != NULL && (uintptr_t)p >= (uintptr_t)r->base) {
+        size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->base);
+        if (off < r->size && bytes <= r->size - off)
+            return 1;
+    }
+    r = convoy__arena_find(dev->pool.arena, p, bytes);
+    if (r == NULL)
+        return 0;
+    *last_p = r;
+    return 1;
+}
+
+/* Fill d from c, or say why the kernel may not carry c. Under the slab and pool locks
+ * (*last_p: in_pool's memory for this submission). */
+static int sm_describe(convoy__cuda_dev_t *dev, const convoy__copy_t *c, convoy__cuda_desc_t *d,
+                       const convoy__arena_region_t **last_p)
 {
     void *src = (void *)c->src, *dst = c->dst;
     switch (c->dir) {
     case CONVOY__H2D:
         if (!convoy__hostslab_map_locked(dev->hostmem, c->src, c->bytes, &src))
             return SM_HOST;
-        if (!convoy__devpool_contains_locked(&dev->pool, c->dst, c->bytes))
+        if (!in_pool(dev, c->dst, c->bytes, last_p))
             return SM_DEVICE;
         break;
     case CONVOY__D2H:
         if (!convoy__hostslab_map_locked(dev->hostmem, c->dst, c->bytes, &dst))
             return SM_HOST;
-        if (!convoy__devpool_contains_locked(&dev->pool, c->src, c->bytes))
+        if (!in_pool(dev, c->src, c->bytes, last_p))
             return SM_DEVICE;
         break;
     default:
-        if (!convoy__devpool_contains_locked(&dev->pool, c->src, c->bytes) ||
-            !convoy__devpool_contains_locked(&dev->pool, c->dst, c->bytes))
+        if (!in_pool(dev, c->src, c->bytes, last_p) || !in_pool(dev, c->dst, c->bytes, last_p))
             return SM_DEVICE;
         break;
     }
@@ -282,10 +338,11 @@ static int sm_describe_all(convoy__cuda_dev_t *dev, const convoy__copy_t *copies
 {
     int why = SM_OK;
     size_t max_bytes = 0;
+    const convoy__arena_region_t *last = NULL;
     convoy__hostslab_lock(dev->hostmem);
     pthread_mutex_lock(&dev->pool.lock);
     for (int j = 0; j < n && why == SM_OK; j++) {
-        why = sm_describe(dev, &copies[j], d != NULL ? &d[j] : NULL);
+        why = sm_describe(dev, &copies[j], d != NULL ? &d[j] : NULL, &last);
         *bad_p = j;
         max_bytes = CONVOY__MAX(max_bytes, copies[j].bytes);
     }
@@ -344,26 +401,49 @@ static convoy_status_t copy_sm(convoy__cuda_dev_t *dev, cudaStream_t s,
         int bpc = (int)CONVOY__MAX((size_t)1,
                                    CONVOY__MIN(parts, (size_t)CONVOY__CUDA_MAX_BLOCKS_PER_COPY));
         /* The descriptors are plain stores to host memory: make them globally visible
-         * before the launch lets the GPU read them. */
+         * before the launch (or the upload) lets the GPU read them. */
         atomic_thread_fence(memory_order_seq_cst);
-        st = CONVOY_CUDA_CALL(
-            b->ctx, b->name,
-            convoy__cuda_launch_copy_kernel((const convoy__cuda_desc_t *)dev->ring_dev + slot, k,
-                                            dev->sm_threads, bpc, s));
-        if (st != CONVOY_SUCCESS)
-            return annotate(dev, st, "sm", -1, n, NULL);
-        int i = (dev->subs_first + dev->subs_count) % dev->subs_cap;
-        st = CONVOY_CUDA_CALL(b->ctx, b->name, cudaEventRecord(dev->subs[i].ev, s));
-        if (st != CONVOY_SUCCESS) {
-            /* Nothing would tell when the slots are free again: wait here instead. */
-            char msg[640];
-            snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
-            convoy_status_t sync = CONVOY_CUDA_CALL(b->ctx, b->name, cudaStreamSynchronize(s));
-            if (sync != CONVOY_SUCCESS)
-                return annotate(dev, sync, "sm", -1, n, NULL); /* slots stay held */
-            convoy__log_warn("%s: %s; waited for the SM copy kernel instead", b->name, msg);
-        } else {
-            ring_commit(dev, slot, k, span);
+        const convoy__cuda_desc_t *desc = (const convoy__cuda_desc_t *)dev->ring_dev + slot;
+        int reader = 0; /* something enqueued reads the slots */
+        if (dev->ring_devmem != NULL) {
+            /* cuda_sm_desc=device: the kernel reads a device copy of its slots, so that
+             * no block waits a link round trip for its descriptor. */
+            convoy__cuda_desc_t *ddesc = (convoy__cuda_desc_t *)dev->ring_devmem + slot;
+            st = CONVOY_CUDA_CALL(b->ctx, b->name,
+                                  cudaMemcpyAsync(ddesc, dev->ring + slot,
+                                                  (size_t)k * sizeof(convoy__cuda_desc_t),
+                                                  cudaMemcpyHostToDevice, s));
+            if (st != CONVOY_SUCCESS)
+                return annotate(dev, st, "sm", -1, n, NULL);
+            desc = ddesc;
+            reader = 1;
+        }
+        st = CONVOY_CUDA_CALL(b->ctx, b->name,
+                              convoy__cuda_launch_copy_kernel(desc, k, dev->sm_threads, bpc, s));
+        convoy_status_t launched = st;
+        char launch_msg[640] = "";
+        if (st == CONVOY_SUCCESS)
+            reader = 1;
+        else
+            snprintf(launch_msg, sizeof(launch_msg), "%s", convoy_last_error(NULL));
+        if (reader) {
+            int i = (dev->subs_first + dev->subs_count) % dev->subs_cap;
+            st = CONVOY_CUDA_CALL(b->ctx, b->name, cudaEventRecord(dev->subs[i].ev, s));
+            if (st != CONVOY_SUCCESS) {
+                /* Nothing would tell when the slots are free again: wait here instead. */
+                char msg[640];
+                snprintf(msg, sizeof(msg), "%s", convoy_last_error(NULL));
+                convoy_status_t sync = CONVOY_CUDA_CALL(b->ctx, b->name, cudaStreamSynchronize(s));
+                if (sync != CONVOY_SUCCESS)
+                    return annotate(dev, sync, "sm", -1, n, NULL); /* slots stay held */
+                convoy__log_warn("%s: %s; waited for the SM copy kernel instead", b->name, msg);
+            } else {
+                ring_commit(dev, slot, k, span);
+            }
+        }
+        if (launched != CONVOY_SUCCESS) {
+            convoy__error(b->ctx, launched, "%s", launch_msg); /* not the event's */
+            return annotate(dev, launched, "sm", -1, n, NULL);
         }
         first += k;
         *done_p = first;

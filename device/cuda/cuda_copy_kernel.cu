@@ -9,9 +9,9 @@
  * capped and blocks loop over (copy, part) items. Each block fetches its descriptor (two
  * 16-byte loads, by two threads) into shared memory, then copies with the widest vector
  * that the relative alignment of src and dst allows (16, 8, 4 or 1 bytes), a byte head
- * that brings both to that alignment and a byte tail. The body loop keeps four loads in
- * flight per thread before storing, because each load from host memory waits a link
- * round trip (about a microsecond).
+ * that brings both to that alignment and a byte tail. The body loop keeps up to four
+ * loads in flight per thread before storing, because each load from host memory waits a
+ * link round trip (about a microsecond).
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -38,19 +38,26 @@ copy_range(const unsigned char *s, unsigned char *d, uint64_t n, unsigned part, 
     const V *sv = reinterpret_cast<const V *>(s + head);
     V *dv = reinterpret_cast<V *>(d + head);
     const uint64_t stride = (uint64_t)parts * nthreads;
-    uint64_t i = (uint64_t)part * nthreads + tid;
-    for (; i + 3 * stride < nvec; i += 4 * stride) {
-        V a = sv[i];
-        V b = sv[i + stride];
-        V c = sv[i + 2 * stride];
-        V e = sv[i + 3 * stride];
+    /* Up to four loads in flight before the first store, also for a thread's last
+     * one to three vectors: an 8 KiB chunk at 256 threads x 16 bytes is two vectors per
+     * thread, which a plain remainder loop would fetch one round trip after the other. */
+    for (uint64_t i = (uint64_t)part * nthreads + tid; i < nvec; i += 4 * stride) {
+        const uint64_t i1 = i + stride, i2 = i + 2 * stride, i3 = i + 3 * stride;
+        V a = sv[i], b{}, c{}, e{};
+        if (i1 < nvec)
+            b = sv[i1];
+        if (i2 < nvec)
+            c = sv[i2];
+        if (i3 < nvec)
+            e = sv[i3];
         dv[i] = a;
-        dv[i + stride] = b;
-        dv[i + 2 * stride] = c;
-        dv[i + 3 * stride] = e;
+        if (i1 < nvec)
+            dv[i1] = b;
+        if (i2 < nvec)
+            dv[i2] = c;
+        if (i3 < nvec)
+            dv[i3] = e;
     }
-    for (; i < nvec; i += stride)
-        dv[i] = sv[i];
     if (part == 0) {
         /* head < w <= 16 and n - tail < w: nthreads >= 32 threads cover both. */
         if (tid < head)

@@ -94,8 +94,11 @@ typedef struct convoy__cuda_dev {
      * the pipeline; tests and benchmarks call from their own threads). */
     pthread_mutex_t copy_lock;
     convoy__copyargs_t eng;      /* engine scratch: the arrays of one cudaMemcpyBatchAsync */
+    int engine_max_copies;       /* copies per cudaMemcpyBatchAsync (cuda_engine_max_copies) */
+    int engine_overlap;          /* cudaMemcpyFlagPreferOverlapWithCompute on the batch call */
     convoy__cuda_desc_t *ring;   /* SM descriptors: mapped pinned host memory */
     void *ring_dev;              /* its device pointer */
+    void *ring_devmem;           /* cuda_sm_desc=device: device memory the slots go to */
     int ring_slots;              /* capacity (cuda_desc_slots) */
     int ring_head;               /* the next slot to write */
     int ring_used;               /* slots held by submissions in flight */
@@ -105,6 +108,7 @@ typedef struct convoy__cuda_dev {
     int sm_min_copies;     /* auto: ... and there are at least this many copies */
     int sm_threads;        /* threads per block */
     size_t sm_block_bytes; /* a copy gets one more block per this many bytes */
+    int sm_desc_device;    /* cuda_sm_desc=device: the kernel reads a device copy */
 } convoy__cuda_dev_t;
 
 static inline convoy__cuda_dev_t *convoy__cuda_dev(convoy__device_t *d)

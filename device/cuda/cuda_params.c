@@ -58,5 +58,25 @@ const convoy__param_def_t convoy__cuda_params[] = {
      .max = 16777216.0,
      .doc = "SM copy descriptors per CUDA device (32 bytes each, mapped pinned memory): "
             "copies in flight through the SM kernel before the oldest must complete"},
+    {.name = "cuda_sm_desc",
+     .type = CONVOY__PARAM_CHOICE,
+     .def = "mapped",
+     .choices = "mapped|device",
+     .doc = "where the SM copy kernel reads its descriptors: mapped (the pinned ring, over "
+            "the link: a round trip per block before its first load) or device (one "
+            "cudaMemcpyAsync of the submission's slots ahead of the launch, same stream)"},
+    {.name = "cuda_engine_max_copies",
+     .type = CONVOY__PARAM_INT,
+     .def = "512",
+     .min = 1,
+     .max = 4096,
+     .doc = "the engine method makes one cudaMemcpyBatchAsync per this many copies of a "
+            "submission; PHYSICS.md 1: no gain past ~512 entries, 2048-entry batches "
+            "were slower (4.6 vs 13.7 GB/s for 8 KiB)"},
+    {.name = "cuda_engine_overlap",
+     .type = CONVOY__PARAM_BOOL,
+     .def = "0",
+     .doc = "set cudaMemcpyFlagPreferOverlapWithCompute on the engine method's batch "
+            "calls (a hint the driver may ignore; not measured yet, see doc/cuda.md)"},
     {0},
 };

@@ -92,6 +92,9 @@ static convoy_status_t cuda_open(convoy_context_t *ctx, int local_index, int glo
     dev->sm_threads = (int)convoy__param_int(p, "cuda_sm_threads");
     dev->sm_block_bytes = (size_t)convoy__param_int(p, "cuda_sm_block_bytes");
     dev->ring_slots = (int)convoy__param_int(p, "cuda_desc_slots");
+    dev->sm_desc_device = convoy__param_int(p, "cuda_sm_desc") == 1;
+    dev->engine_max_copies = (int)convoy__param_int(p, "cuda_engine_max_copies");
+    dev->engine_overlap = (int)convoy__param_int(p, "cuda_engine_overlap");
 
     /* The primary context is created here, on the init thread. */
     convoy_status_t st = convoy__cuda_enter(dev);

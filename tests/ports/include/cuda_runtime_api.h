@@ -90,6 +90,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
 
 #if CUDART_VERSION >= 12080
 enum cudaMemcpySrcAccessOrder { cudaMemcpySrcAccessOrderStream = 1 };
+enum cudaMemcpyFlags { cudaMemcpyFlagDefault = 0, cudaMemcpyFlagPreferOverlapWithCompute = 1 };
 struct cudaMemcpyAttributes {
     enum cudaMemcpySrcAccessOrder srcAccessOrder;
     unsigned int flags;
