@@ -195,6 +195,8 @@ void convoy_fini(convoy_context_t *ctx)
     if (convoy__coh_dirty_count(ctx) > 0 && convoy__data_flush_all(ctx, 1) != CONVOY_SUCCESS)
         convoy__log_error("convoy_fini: some data could not be brought home: %s",
                           convoy_last_error(ctx));
+    /* Internal tasks still queued (the drops of freed data) end before the devices go. */
+    convoy__wait_quiet(ctx);
     convoy__log_repeat_flush(ctx);
     convoy__trace_t *trace = ctx->trace;
     context_destroy(ctx);

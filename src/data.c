@@ -207,6 +207,25 @@ static int host_side(convoy_data_t *d, convoy_access_t mode, char *why, size_t w
     return outcome;
 }
 
+/* Has d nothing to wait for or fetch: every task that uses it done, its last writer
+ * successfully, its newest version home, and no failed write to report? Then an acquire
+ * to read and a free skip their internal task (a round trip through a CPU worker). */
+static int idle_at_home(convoy_data_t *d)
+{
+    convoy_context_t *ctx = d->ctx;
+    pthread_rwlock_rdlock(&ctx->insert_lock);
+    convoy__data_dep_lock(d);
+    convoy__task_t *w = d->last_writer;
+    int idle = w == NULL || (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) == CONVOY__TASK_DONE &&
+                             w->outcome == CONVOY__OK);
+    for (int i = 0; i < d->nreaders && idle; i++)
+        idle = __atomic_load_n(&d->readers[i]->state, __ATOMIC_ACQUIRE) == CONVOY__TASK_DONE;
+    convoy__data_dep_unlock(d);
+    pthread_rwlock_unlock(&ctx->insert_lock);
+    return idle && convoy__coh_dirty_on(d) == CONVOY__COH_HOST &&
+           atomic_load(&d->failed_writes) == 0;
+}
+
 /* The host side of an acquire after the datum's earlier tasks; when a failure before it
  * cancelled it, the failure is reported here (*cancelled_p) and forgotten once every
  * task it cancelled is done, and the newest valid version is brought home from wherever
@@ -214,6 +233,10 @@ static int host_side(convoy_data_t *d, convoy_access_t mode, char *why, size_t w
 static int bring_home(convoy_data_t *data, convoy_access_t mode, int *cancelled_p, char *why,
                       size_t why_len)
 {
+    if (mode == CONVOY_READ && idle_at_home(data)) {
+        *cancelled_p = 0;
+        return CONVOY__OK;
+    }
     int outcome = host_side(data, mode, why, why_len);
     *cancelled_p = outcome == CONVOY__CANCELLED;
     if (*cancelled_p) {
@@ -344,6 +367,36 @@ void convoy__data_destroy(convoy_data_t *data)
     convoy__data_unref(data);
 }
 
+static void drop_done(void *arg, uint64_t task_id, convoy_status_t status, const char *msg)
+{
+    (void)task_id;
+    convoy_data_t *d = arg;
+    if (status != CONVOY_SUCCESS)
+        convoy__log_error("convoy_data_free: datum %llu: a device copy could not be freed: %s",
+                          (unsigned long long)d->id, msg);
+    convoy__data_unref(d);
+}
+
+/* Free d's device copies without waiting: nothing uses them any more, and no host byte
+ * is touched, so the free returns at once (waiting for each accelerator's thread cost a
+ * round trip per datum). Each drop holds a reference on d; convoy_fini waits for them. */
+static void drop_everywhere(convoy_context_t *ctx, convoy_data_t *d)
+{
+    for (int i = 0; i < ctx->naccel; i++) {
+        convoy__task_t *t = convoy__task_new_internal(ctx, CONVOY__CLS_DROP, 1 + i, &d, NULL, 0);
+        if (t == NULL) {
+            convoy__log_error("convoy_data_free: datum %llu: out of host memory to free its copy "
+                              "on %s; it is freed at convoy_fini",
+                              (unsigned long long)d->id, ctx->accel[i]->name);
+            continue;
+        }
+        atomic_fetch_add(&d->refs, 1);
+        t->done = drop_done;
+        t->done_arg = d;
+        convoy__task_release(ctx, t);
+    }
+}
+
 void convoy_data_free(convoy_data_t *data)
 {
     if (data == NULL)
@@ -367,9 +420,7 @@ void convoy_data_free(convoy_data_t *data)
                           "on an accelerator: %s",
                           (unsigned long long)data->id, convoy_last_error(ctx));
     }
-    if (on_every_accel(ctx, CONVOY__CLS_DROP, data, NULL, 0) != CONVOY_SUCCESS)
-        convoy__log_error("convoy_data_free: datum %llu: a device copy could not be freed",
-                          (unsigned long long)data->id);
+    drop_everywhere(ctx, data);
     convoy__data_destroy(data);
 }
 void convoy__data_unref(convoy_data_t *data)

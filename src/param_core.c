@@ -146,12 +146,13 @@ const convoy__param_def_t convoy__core_params[] = {
             "a failed CPU chore leaves what it wrote)"},
     {.name = "spin_us",
      .type = CONVOY__PARAM_DOUBLE,
-     .def = "0",
+     .def = "20",
      .min = 0,
      .max = 100000,
-     .doc = "how long an idle CPU worker polls for new tasks before it sleeps; 0: sleep at once "
-            "(on 16 cores polling for 20 us made bench/overhead slower, 8.1 vs 4.9 us a task, "
-            "doc/results.md)"},
+     .doc = "how long an idle CPU worker polls for new tasks before it sleeps (one worker "
+            "polls at a time; 0: sleep at once). On the 16-core H200 host, bench/overhead "
+            "with 16 workers: 5.3 us a task at 0, 2.8-2.9 at 5 and 20, chained 3.5 at 0 and "
+            "2.8 at 20 (doc/results.md, 2026-12-01)"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",

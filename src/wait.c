@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "src/coherence.h"
+#include "src/context.h"
 #include "src/core.h"
 
 /* The chore running on this thread, if any: its context and oldest generation. */
@@ -169,4 +170,12 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
                          (unsigned long long)failed, (unsigned long long)cancelled,
                          flushed != CONVOY_SUCCESS ? "; some data could not be brought home: " : "",
                          flushed != CONVOY_SUCCESS ? transfer : "");
+}
+
+void convoy__wait_quiet(convoy_context_t *ctx)
+{
+    pthread_mutex_lock(&ctx->done_lock);
+    while (atomic_load(&ctx->inflight) > 0)
+        pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
+    pthread_mutex_unlock(&ctx->done_lock);
 }

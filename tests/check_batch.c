@@ -430,6 +430,7 @@ static void bench_fini(bench_t *b)
 {
     for (int i = 0; i < b->ndata; i++)
         convoy_data_free(b->d[i]);
+    convoy__wait_quiet(b->ctx); /* the frees' drops of device copies run on their own */
     convoy__sim_counters_t c;
     convoy__sim_get_counters(b->dev, &c);
     ck_assert_msg(c.bytes_in_use == 0,

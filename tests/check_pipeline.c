@@ -603,6 +603,7 @@ static void world_fini(world_t *w)
 {
     for (int i = 0; i < w->ndata; i++)
         convoy_data_free(w->d[i]);
+    convoy__wait_quiet(w->ctx); /* the frees' drops of device copies run on their own */
     for (int k = 0; k < convoy_accel_count(w->ctx); k++) {
         convoy__device_t *dev = convoy__ctx_accel(w->ctx, k);
         convoy__sim_counters_t c;
