@@ -10,7 +10,6 @@
 
 void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev)
 {
-    pthread_mutex_init(&dm->lock, NULL);
     dm->dev = dev;
     for (int i = 0; i < CONVOY__LRU_LISTS; i++)
         dm->lru[i] = (convoy__devlru_t){0};
@@ -73,7 +72,7 @@ static void lru_append(convoy__devmem_t *dm, convoy__devcopy_t *c)
     lru_append_to(dm, c, stays_clean(dm, c) ? CONVOY__LRU_CLEAN : CONVOY__LRU_DIRTY);
 }
 
-/* Free a copy no one uses and detach it from its datum. Under dm->lock, not in the LRU. */
+/* Free a copy no one uses and detach it from its datum; it is in no LRU. */
 static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
     if (c->all_prev != NULL)
@@ -112,7 +111,7 @@ static convoy__devcopy_t *clean_victim_take(convoy__devmem_t *dm)
 
 /* Allocate bytes within the device's capacity for convoy (mem_capacity, which the
  * parameter device_memory may lower), freeing clean unused copies (least recently used
- * first) while the device is full. Under dm->lock. */
+ * first) while the device is full. */
 static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void **ptr_p)
 {
     convoy__device_t *dev = dm->dev;
@@ -140,13 +139,11 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
                                        convoy__devcopy_t **copy_p)
 {
     convoy__device_t *dev = dm->dev;
-    pthread_mutex_lock(&dm->lock);
     convoy__devcopy_t *c = data->dev[dev->index];
     if (c != NULL) {
         if (c->users++ == 0 && !c->evicting)
             lru_remove(dm, c);
         c->evicting = 0; /* in use again: it stays once its pushout lands */
-        pthread_mutex_unlock(&dm->lock);
         *copy_p = c;
         return CONVOY_SUCCESS;
     }
@@ -178,38 +175,31 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
     dm->bytes_in_use += data->bytes;
     *copy_p = c;
 out:
-    pthread_mutex_unlock(&dm->lock);
     return st;
 }
 
 convoy__devcopy_t *convoy__devmem_lookup(convoy__devmem_t *dm, convoy_data_t *data)
 {
-    pthread_mutex_lock(&dm->lock);
     convoy__devcopy_t *c = data->dev[dm->dev->index];
     if (c != NULL) {
         if (c->users++ == 0 && !c->evicting)
             lru_remove(dm, c);
         c->evicting = 0;
     }
-    pthread_mutex_unlock(&dm->lock);
     return c;
 }
 
 void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
-    pthread_mutex_lock(&dm->lock);
     if (--c->users == 0 && !c->pinned)
         lru_append(dm, c);
-    pthread_mutex_unlock(&dm->lock);
 }
 
 convoy_status_t convoy__devmem_alloc_buffer(convoy__devmem_t *dm, size_t bytes, void **ptr_p)
 {
-    pthread_mutex_lock(&dm->lock);
     convoy_status_t st = alloc_evicting(dm, bytes, ptr_p);
     if (st == CONVOY_SUCCESS)
         dm->bytes_in_use += bytes;
-    pthread_mutex_unlock(&dm->lock);
     return st;
 }
 
@@ -217,19 +207,15 @@ void convoy__devmem_free_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes)
 {
     if (ptr == NULL)
         return;
-    pthread_mutex_lock(&dm->lock);
     dm->dev->ops->mem_free(dm->dev, ptr);
     dm->bytes_in_use -= bytes;
-    pthread_mutex_unlock(&dm->lock);
 }
 
 void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *c, void *ptr)
 {
-    pthread_mutex_lock(&dm->lock);
     dm->dev->ops->mem_free(dm->dev, c->ptr);
     dm->bytes_in_use -= c->data->bytes;
     c->ptr = ptr;
-    pthread_mutex_unlock(&dm->lock);
 }
 
 int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
@@ -237,7 +223,6 @@ int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
 {
     int n = 0;
     size_t got = 0;
-    pthread_mutex_lock(&dm->lock);
     convoy__devlru_t *l = &dm->lru[CONVOY__LRU_DIRTY];
     for (convoy__devcopy_t *c = l->head, *next; c != NULL && n < max && got < want; c = next) {
         next = c->lru_next;
@@ -252,13 +237,11 @@ int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
         out[n++] = c;
         got += c->data->bytes;
     }
-    pthread_mutex_unlock(&dm->lock);
     return n;
 }
 
 void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
-    pthread_mutex_lock(&dm->lock);
     if (c->users == 0 && c->evicting && !c->out_failed) {
         free_copy(dm, c);
         dm->evictions++;
@@ -271,14 +254,11 @@ void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *c)
         lru_remove(dm, c); /* its pushout home landed: a clean victim now */
         lru_append_to(dm, c, CONVOY__LRU_CLEAN);
     }
-    pthread_mutex_unlock(&dm->lock);
 }
 
 void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
-    pthread_mutex_lock(&dm->lock);
     if (c->pinned) { /* already kept: one hold is enough */
-        pthread_mutex_unlock(&dm->lock);
         return;
     }
     c->pinned = 1;
@@ -288,7 +268,6 @@ void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
     c->lru_prev = NULL;
     c->lru_next = dm->pinned;
     dm->pinned = c;
-    pthread_mutex_unlock(&dm->lock);
     convoy__log_error("%s: %zu bytes of device memory of datum %llu are kept out of use: a "
                       "transfer may still touch them",
                       dm->dev->name, c->data->bytes, (unsigned long long)c->data->id);
@@ -296,7 +275,6 @@ void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
 
 void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
 {
-    pthread_mutex_lock(&dm->lock);
     convoy__devcopy_t *c = data->dev[dm->dev->index];
     if (c != NULL && c->users == 0 && !c->pinned && c->out_ev == NULL) {
         if (!c->evicting)
@@ -306,12 +284,10 @@ void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
         convoy__log_error("%s: datum %llu freed while %d task(s) use it", dm->dev->name,
                           (unsigned long long)data->id, c->users);
     }
-    pthread_mutex_unlock(&dm->lock);
 }
 
 void convoy__devmem_fini(convoy__devmem_t *dm)
 {
-    pthread_mutex_lock(&dm->lock);
     for (int i = 0; i < CONVOY__LRU_LISTS; i++)
         while (dm->lru[i].head != NULL) {
             convoy__devcopy_t *c = dm->lru[i].head;
@@ -323,6 +299,4 @@ void convoy__devmem_fini(convoy__devmem_t *dm)
         dm->pinned = c->lru_next;
         free_copy(dm, c);
     }
-    pthread_mutex_unlock(&dm->lock);
-    pthread_mutex_destroy(&dm->lock);
 }

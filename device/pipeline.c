@@ -144,9 +144,7 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
 static void trace_counters(convoy__pipe_t *p)
 {
     uint64_t now = convoy__now_ns();
-    pthread_mutex_lock(&p->mem.lock);
     uint64_t bytes = p->mem.bytes_in_use;
-    pthread_mutex_unlock(&p->mem.lock);
     convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_COUNTER,
                                                                .pid = (int16_t)p->queue,
                                                                .ts_ns = now,

@@ -232,7 +232,6 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
 {
     int n = 0, cap = 0;
     convoy__devcopy_t **held = NULL;
-    pthread_mutex_lock(&p->mem.lock);
     for (convoy__devcopy_t *c = p->mem.all; c != NULL; c = c->all_next) {
         unsigned flags = atomic_load(&c->data->flags);
         if ((flags & CONVOY_DATA_SCRATCH) || (!with_resident && (flags & CONVOY_DATA_RESIDENT)))
@@ -246,7 +245,6 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
             cap = cap ? 2 * cap : 64;
             convoy__devcopy_t **h = realloc(held, (size_t)cap * sizeof(*h));
             if (h == NULL) {
-                pthread_mutex_unlock(&p->mem.lock);
                 free(held);
                 return -1;
             }
@@ -254,7 +252,6 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
         }
         held[n++] = c;
     }
-    pthread_mutex_unlock(&p->mem.lock);
     for (int i = 0; i < n; i++)
         convoy__devmem_lookup(&p->mem, held[i]->data); /* one user each, off the LRU */
     r->held = held;
