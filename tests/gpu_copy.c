@@ -694,6 +694,7 @@ static void sm_ring_stress(const char *desc_mode)
         if (h2d) {
             memcpy(host, oracle, SPAN);
             CK(cudaMemset(dev, POISON, SPAN));
+            CK(cudaDeviceSynchronize()); /* convoy's streams do not wait for the legacy one */
         } else {
             CK(cudaMemcpy(dev, oracle, SPAN, cudaMemcpyHostToDevice));
             memset(host, POISON, SPAN);
@@ -789,7 +790,11 @@ static void engine_split(void)
     convoy__copy_t c[N];
     for (int bad = 0; bad < 2; bad++) {
         fill_random(host, N * SZ);
+        /* cudaMemset may still run when it returns, on the legacy stream, which convoy's
+         * non-blocking streams do not wait for: without the sync the poison can land
+         * after the copies (seen under compute-sanitizer, where it is slower). */
         CK(cudaMemset(dev, POISON, N * SZ));
+        CK(cudaDeviceSynchronize());
         for (int i = 0; i < N; i++)
             c[i] = (convoy__copy_t){.dst = dev + i * SZ,
                                     .src = host + i * SZ,
