@@ -51,6 +51,7 @@ typedef struct convoy__devcopy {
  * tiny tasks/s instead of 280k on sim once 2 GiB of flows met 1 GiB of memory.
  */
 enum { CONVOY__LRU_CLEAN, CONVOY__LRU_DIRTY, CONVOY__LRU_LISTS };
+#define CONVOY__DEVMEM_SPARES 65536 /* copy records kept for reuse: ~10 MiB at most */
 
 typedef struct convoy__devlru {
     struct convoy__devcopy *head, *tail;
@@ -61,6 +62,8 @@ typedef struct convoy__devmem {
     convoy__devlru_t lru[CONVOY__LRU_LISTS];
     convoy__devcopy_t *pinned;              /* kept out of use (lru_next links them) */
     convoy__devcopy_t *all;                 /* every copy (all_next links them) */
+    convoy__devcopy_t *spare;               /* freed copy records, for reuse (all_next) */
+    int nspare;                             /* how many (at most CONVOY__DEVMEM_SPARES) */
     size_t bytes_in_use;
     uint64_t evictions;
 } convoy__devmem_t;
