@@ -414,6 +414,7 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
         dev->ops->event_destroy(dev, e->ev);
         free(e);
     }
+    convoy__ring_spares_free(p);
     free(p);
     dev->pipeline = NULL;
 }

@@ -15,6 +15,7 @@
 
 #define CONVOY__NEXEC 4       /* execute streams, used in turn by launches */
 #define CONVOY__RING_CAP 4096 /* the most tasks the pipeline takes as one ring */
+#define CONVOY__SPARE_MEMBERS 4 /* member arrays kept for reuse */
 
 /* A device event shared by everything that waits for one submission or launch. */
 typedef struct convoy__pev {
@@ -79,6 +80,7 @@ enum { RING_TASKS = 0, RING_FLUSH, RING_FLUSH_ALL, RING_DROP };
 
 typedef struct convoy__ring {
     int64_t id;
+    int mcap; /* members m has room for */
     int kind;                  /* RING_* */
     const convoy_class_t *cls; /* every member's: a member's task is freed once it completes */
     int n;
@@ -161,6 +163,12 @@ typedef struct convoy__pipe {
     uint64_t sub[CONVOY__SUB_COUNT];    /* ns in parts within those */
     uint64_t prof_passes, prof_rings;   /* loop passes, rings started */
     convoy__task_t *popped[CONVOY__RING_CAP];
+    /* Member arrays of finished rings, for the next rings: one of 256 members is 140 KiB,
+     * which malloc takes from and gives back to the kernel each time. */
+    struct {
+        convoy__member_t *m;
+        int cap;
+    } spare_members[CONVOY__SPARE_MEMBERS];
 } convoy__pipe_t;
 
 /* Events (pipeline.c). */
@@ -201,6 +209,8 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
  * then failed, and left the device's load). */
 convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind);
 void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r);
+/* Free the member arrays kept for reuse (at the pipeline's end). */
+void convoy__ring_spares_free(convoy__pipe_t *p);
 /* Start a ring of tasks taken from the scheduler (any kind). */
 void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n);
 /* Advance a ring; returns 1 when something moved. Frees the ring when all is done and

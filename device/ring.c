@@ -356,10 +356,55 @@ static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, in
     return 1;
 }
 
+/* Zeroed room for n members: a spare array (the smallest that fits), else a new one. */
+static convoy__member_t *members_get(convoy__pipe_t *p, int n, int *cap_p)
+{
+    int best = -1;
+    for (int i = 0; i < CONVOY__SPARE_MEMBERS; i++)
+        if (p->spare_members[i].m != NULL && p->spare_members[i].cap >= n &&
+            (best < 0 || p->spare_members[i].cap < p->spare_members[best].cap))
+            best = i;
+    if (best < 0) {
+        *cap_p = n;
+        return calloc((size_t)n, sizeof(convoy__member_t));
+    }
+    convoy__member_t *m = p->spare_members[best].m;
+    *cap_p = p->spare_members[best].cap;
+    p->spare_members[best].m = NULL;
+    memset(m, 0, (size_t)n * sizeof(*m));
+    return m;
+}
+
+/* Keep a finished ring's members for later rings, in place of a smaller spare. */
+static void members_put(convoy__pipe_t *p, convoy__member_t *m, int cap)
+{
+    int slot = 0; /* an empty slot, else the smallest spare */
+    for (int i = 1; i < CONVOY__SPARE_MEMBERS; i++)
+        if (p->spare_members[slot].m != NULL &&
+            (p->spare_members[i].m == NULL || p->spare_members[i].cap < p->spare_members[slot].cap))
+            slot = i;
+    if (m == NULL || (p->spare_members[slot].m != NULL && p->spare_members[slot].cap >= cap)) {
+        free(m);
+        return;
+    }
+    free(p->spare_members[slot].m);
+    p->spare_members[slot].m = m;
+    p->spare_members[slot].cap = cap;
+}
+
+void convoy__ring_spares_free(convoy__pipe_t *p)
+{
+    for (int i = 0; i < CONVOY__SPARE_MEMBERS; i++) {
+        free(p->spare_members[i].m);
+        p->spare_members[i].m = NULL;
+    }
+}
+
 convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
 {
     convoy__ring_t *r = calloc(1, sizeof(*r));
-    convoy__member_t *m = r != NULL ? calloc((size_t)n, sizeof(*m)) : NULL;
+    int cap = 0;
+    convoy__member_t *m = r != NULL ? members_get(p, n, &cap) : NULL;
     if (m == NULL) {
         free(r);
         for (int i = 0; i < n; i++)
@@ -373,6 +418,7 @@ convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int 
     r->pipe = p;
     r->cls = tasks[0]->cls; /* members complete, and may be freed, group by group */
     r->m = m;
+    r->mcap = cap;
     return r;
 }
 
@@ -418,7 +464,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     }
     r->n = kept;
     if (kept == 0) {
-        free(m);
+        members_put(p, m, r->mcap);
         free(r);
         return;
     }
@@ -599,7 +645,7 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
     free(r->groups);
     free(r->order);
     free(r->held);
-    free(r->m);
+    members_put(p, r->m, r->mcap);
     free(r);
 }
 
