@@ -756,12 +756,48 @@ START_TEST(launch_slice_excludes_waiting)
 }
 END_TEST
 
+/* A program that acquires its data (host tasks on the CPU workers, internal to convoy)
+ * writes a trace its reader loads: internal tasks' ids (top bit set) stay out of it. */
+START_TEST(acquire_keeps_trace_readable)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/acquire.json", dir);
+    tu_set_presets((const char *const[]){"devices", "host", "nthreads", "2", "bind", "0", "trace",
+                                         path, NULL});
+    convoy_context_t *ctx;
+    ck_assert_int_eq(convoy_init(NULL, NULL, &ctx), CONVOY_SUCCESS);
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "touch", 1, &rw, 0, &cls), 0);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, noop_chore), 0);
+    static long v[4];
+    convoy_data_t *d[4];
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(convoy_data_new(ctx, &v[i], sizeof(long), &d[i]), 0);
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), 0);
+        /* RW: always a host task in the graph (a read of idle data at home skips it). */
+        ck_assert_int_eq(convoy_data_acquire(d[i], CONVOY_RW), CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    for (int i = 0; i < 4; i++)
+        convoy_data_free(d[i]);
+    convoy_fini(ctx);
+    convoy__tr_trace_t *t;
+    char err[1024];
+    ck_assert_msg(convoy__tr_load(path, &t, err, sizeof(err)) == 0, "%s", err);
+    convoy__tr_free(t);
+    remove_dir(1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("trace");
     TCase *tc = tu_tcase(s, "runs", 60);
     tcase_add_loop_test(tc, trace_of_a_run, 0, 2);
     tcase_add_test(tc, launch_slice_excludes_waiting);
+    tcase_add_test(tc, acquire_keeps_trace_readable);
     tcase_add_loop_test(tc, trace_of_failures, 0, 2);
     tcase_add_test(tc, two_traces_in_turn);
     tcase_add_test(tc, unwritable_path);

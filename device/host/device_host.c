@@ -53,6 +53,10 @@ const convoy__device_component_t convoy__device_host = {
 static void trace_cpu_task(convoy_context_t *ctx, int worker, const convoy__task_t *t, uint64_t t0,
                            uint64_t t1, int count)
 {
+    /* Internal tasks (an acquire's host side) stay out, as on the devices: their ids are
+     * not the program's, and the trace's readers take ids as signed 64-bit numbers. */
+    if (convoy__task_internal(t))
+        return;
     convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_CPU_TASK,
                                                             .pid = 0,
                                                             .tid = (int16_t)worker,
