@@ -4,6 +4,10 @@
  */
 #include "config.h"
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +217,10 @@ static void *progress_main(void *arg)
     convoy__pipe_t *p = arg;
     convoy_context_t *ctx = p->ctx;
     convoy__thread_mark("an accelerator's progress thread");
+#ifdef PR_SET_TIMERSLACK
+    /* Its sleeps of poll_us are short: without this the kernel may add 50 us to each. */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+#endif
     if (convoy__param_int(&ctx->params, "bind")) {
         /* Within the process's binding (the launcher's); no device locality yet. */
         char what[48];
@@ -247,12 +255,23 @@ static void *progress_main(void *arg)
         }
         uint64_t deadline = UINT64_MAX;
         uint64_t seen = convoy__queue_pushes(ctx, p->queue);
+        /* A pop that found nothing finds nothing again until a push or its deadline: the
+         * scheduler's lock is not taken each pass (the inserting threads take it too). */
+        uint64_t pushed = convoy__queue_pushed(ctx, p->queue);
+        int skip_pop = p->pop_empty && p->deferred == NULL && pushed == p->empty_seen &&
+                       seen == p->empty_woken && convoy__now_ns() < p->empty_until;
+        if (skip_pop)
+            deadline = p->empty_until;
         /* Tasks waiting for memory go first, once work in flight or an eviction gives
          * some back. */
         int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->outbound != NULL);
         if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight &&
-            !memory_wait) {
+            !memory_wait && !skip_pop) {
             int n = take_tasks(p, &deadline);
+            p->pop_empty = n == 0;
+            p->empty_seen = pushed;
+            p->empty_woken = seen;
+            p->empty_until = deadline;
             prof_mark(p, CONVOY__PROF_POP, &t0);
             if (n > 0) {
                 convoy__ring_start(p, p->popped, n);
@@ -263,16 +282,30 @@ static void *progress_main(void *arg)
                 prof_mark(p, CONVOY__PROF_START, &t0);
             }
         }
-        if (moved)
+        if (moved) {
+            p->idle_since = 0;
             continue;
+        }
         uint64_t now = convoy__now_ns();
         if (p->nrings > 0 || p->outbound != NULL) {
+            if (p->idle_since == 0)
+                p->idle_since = now;
+            if (p->dev->ops->idle_wait == NULL && now - p->idle_since < p->spin_ns) {
+                /* Poll again at once: the next step of a task's way is microseconds off,
+                 * and a sleep would add the kernel's timer slack to it. */
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+                prof_mark(p, CONVOY__PROF_IDLE, &t0);
+                continue;
+            }
             uint64_t until = CONVOY__MIN(deadline, now + p->poll_ns);
             if (p->dev->ops->idle_wait != NULL)
                 p->dev->ops->idle_wait(p->dev, until);
             else if (p->poll_ns > 0)
                 convoy__sleep_until_ns(until);
         } else {
+            p->idle_since = 0;
             /* Nothing in flight: a busy period ends (a phase of the program). */
             /* Periods under 1 ms would flood stderr: they count with the next one. Periods
              * of transfers alone (a free's drops) are left out. */
@@ -338,6 +371,7 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     p->max_inflight = (int)convoy__param_int(&ctx->params, "max_inflight");
     p->poll_ns = (uint64_t)(convoy__param_double(&ctx->params, "poll_us") * 1000.0);
     p->profile = (int)convoy__param_int(&ctx->params, "progress_profile");
+    p->spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "progress_spin_us") * 1000.0);
     p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
     size_t cap = (size_t)convoy__param_int(&ctx->params, "device_memory");
     if (cap > 0 && cap < dev->mem_capacity)

@@ -149,7 +149,8 @@ static inline size_t *convoy__task_bytes(convoy__task_t *t)
 typedef struct convoy__queue_wait {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    _Atomic uint64_t pushes; /* bumped by each push */
+    _Atomic uint64_t pushes; /* bumped by each push that wakes (the scheduler says which) */
+    _Atomic uint64_t pushed; /* bumped by every push */
     atomic_int sleepers;     /* consumers in (or entering) the wait */
     atomic_int spinners;     /* CPU workers polling `pushes` (queue 0 only) */
 } convoy__queue_wait_t;
@@ -285,6 +286,8 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task);
 /* Wait on a queue's wake-up until a push newer than seen, or deadline_ns. */
 void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns);
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
+/* Every push to queue so far (pushes counts those that wake its consumer). */
+uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue);
 void convoy__queue_wake(convoy_context_t *ctx, int queue);
 
 convoy_status_t convoy__workers_start(convoy_context_t *ctx);

@@ -160,6 +160,15 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 100000,
      .doc = "how long a progress thread sleeps between polls of a device without an idle "
             "wait of its own"},
+    {.name = "progress_spin_us",
+     .type = CONVOY__PARAM_DOUBLE,
+     .def = "100",
+     .min = 0,
+     .max = 100000,
+     .doc = "while work is in flight on a GPU, how long its progress thread polls without "
+            "sleeping after the last thing that moved (then it sleeps poll_us at a time): a "
+            "sleep of 20 us can take 50 us or more, once per step of a task's way; 0: sleep "
+            "at once. Devices with a wait of their own (sim) do not poll"},
     {.name = "progress_profile",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",
