@@ -517,6 +517,12 @@ static void misuse(void)
                    convoy_task_insert(ctx, oc, NULL, 0, &junk_d[j]), CONVOY_ERR_INVALID, ctx,
                    "another context");
         convoy_fini(other); /* frees od and oc */
+        if (od != NULL) {
+            /* After fini: refused, nothing read (the fini freed it). */
+            convoy_data_free(od);
+            expect("convoy_data_acquire(after fini)", convoy_data_acquire(od, CONVOY_READ),
+                   CONVOY_ERR_INVALID, NULL, "not a live data handle");
+        }
         break;
     }
     case 19:
