@@ -618,13 +618,18 @@ int main(int argc, char **argv)
             if (w != CONVOY_SUCCESS && w != CONVOY_ERR_TASK_FAILED)
                 fail("convoy_wait returned %s: %s", convoy_status_name(w), convoy_last_error(NULL));
         } else {
-            int k = pick(NVALID);
-            convoy_status_t a = convoy_data_acquire(valid_d[k], pick(2) ? CONVOY_READ : CONVOY_RW);
+            int k = pick(NVALID), write = pick(2);
+            convoy_status_t a = convoy_data_acquire(valid_d[k], write ? CONVOY_RW : CONVOY_READ);
             if (a != CONVOY_SUCCESS)
                 fail("acquiring valid datum %d: %s", k, convoy_last_error(NULL));
             else if (memcmp(valid_x[k], oracle[k], sizeof(oracle[k])) != 0)
                 fail("valid datum %d after an acquire: %d, expected %d", k, valid_x[k][0],
                      oracle[k][0]);
+            if (a == CONVOY_SUCCESS && write) {
+                /* The host writes, as acquire(RW) allows: device copies are stale now. */
+                valid_x[k][1] += 1000;
+                oracle[k][1] += 1000;
+            }
         }
     }
     pthread_join(side_thread, NULL);
