@@ -407,7 +407,8 @@ void convoy_data_free(convoy_data_t *data)
     convoy_context_t *ctx = data->ctx;
     if (convoy__refuse_in_chore(ctx, "convoy_data_free") != CONVOY_SUCCESS) {
         /* The handle stays valid: freeing it would wait for the caller's own task. */
-        convoy__log_error("%s; datum %llu is not freed", convoy_last_error(ctx),
+        /* This thread's copy of the message: the context's may be replaced meanwhile. */
+        convoy__log_error("%s; datum %llu is not freed", convoy_last_error(NULL),
                           (unsigned long long)data->id);
         return;
     }
@@ -418,16 +419,17 @@ void convoy_data_free(convoy_data_t *data)
         return;
     }
     int cancelled;
+    char why[1024] = "its flush home failed";
     if (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) {
         wait_for_users(data);
-    } else if (bring_home(data, CONVOY_READ, &cancelled, NULL, 0) != CONVOY__OK) {
+    } else if (bring_home(data, CONVOY_READ, &cancelled, why, sizeof(why)) != CONVOY__OK) {
         /* The newest version could not come home (its flush failed and was reported):
          * free it anyway, as asked; the message says what was lost. */
         wait_for_users(data);
         if (convoy__coh_dirty_on(data) != CONVOY__COH_HOST)
             convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
                               "on an accelerator: %s",
-                              (unsigned long long)data->id, convoy_last_error(ctx));
+                              (unsigned long long)data->id, why);
     }
     if (on_every_accel(ctx, CONVOY__CLS_DROP, data, NULL, 0) != CONVOY_SUCCESS)
         convoy__log_error("convoy_data_free: datum %llu: a device copy could not be freed",

@@ -218,7 +218,7 @@ EXTRA_DIST += tests/failalloc.sh
 # its sanitizer phases.
 EXTRA_DIST += tests/stress.sh
 check_PROGRAMS += tests/stress_misuse
-tests_stress_misuse_SOURCES = tests/stress_misuse.c
+tests_stress_misuse_SOURCES = tests/stress_misuse.c tests/stress_misuse_calls.c tests/stress_misuse.h
 tests_stress_misuse_LDADD = $(LDADD) -lpthread
 stress: $(convoy_check_suites) tests/stress_misuse
 	$(SHELL) $(top_srcdir)/tests/stress.sh tests
