@@ -124,7 +124,9 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
     }
     const convoy_class_t *cls = r->cls;
     convoy_device_kind_t kind = dev->kind;
-    int batch = cls->batch_chore[kind] != NULL && (nrun > 1 || cls->chore[kind] == NULL);
+    /* Loaded atomically: convoy_class_set_chore may change them while the ring runs. */
+    int batch = __atomic_load_n(&cls->batch_chore[kind], __ATOMIC_ACQUIRE) != NULL &&
+                (nrun > 1 || __atomic_load_n(&cls->chore[kind], __ATOMIC_ACQUIRE) == NULL);
     int nlaunch = batch ? (nrun > 0) : nrun;
     g->launches = calloc((size_t)(nlaunch > 0 ? nlaunch : 1), sizeof(launch_rec_t));
     g->run = run;

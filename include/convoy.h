@@ -269,7 +269,11 @@ size_t convoy_data_bytes(const convoy_data_t *data);
 /**
  * Free a handle: waits for the tasks that use it, brings the newest version home (not
  * for CONVOY_DATA_SCRATCH data), then frees its device copies. Accepts NULL. From a
- * chore it logs an error and frees nothing (it would wait for the chore's own task).
+ * chore it logs an error and frees nothing (it would wait for the chore's own task). A
+ * handle freed already (by convoy_data_free or convoy_fini) is refused with a logged
+ * error, as convoy_data_acquire and convoy_data_set_flags refuse it (CONVOY_ERR_INVALID),
+ * unless its memory went to a handle made since. Other calls with a freed handle (as a
+ * flow of convoy_task_insert, convoy_data_host_ptr) are undefined.
  */
 void convoy_data_free(convoy_data_t *data);
 
@@ -333,7 +337,9 @@ convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls
  * CONVOY_ERR_TASK_FAILED with a message naming the first failed task, its class and the
  * cause, and how many tasks failed and were cancelled. The failure count is reset, so
  * the next wait reports only new failures. Tasks other threads insert during the call
- * are not waited for: the call returns while an inserter runs on. Rings being collected
+ * are not waited for: the call returns while an inserter runs on. CONVOY_ERR_NOMEM when
+ * every task ran but the flush home could not start for want of host memory (a later
+ * wait or acquire tries again). Rings being collected
  * by the batch scheduler leave at once while a wait (or an acquire, or a free) blocks,
  * without sitting out batch_max_wait_us. CONVOY_ERR_STATE from a chore (doc/threads.md).
  */

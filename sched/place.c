@@ -6,11 +6,19 @@
 #include "src/coherence.h"
 #include "src/core.h"
 
+/* Has cls a chore for kind? Loaded atomically: convoy_class_set_chore may change it
+ * while tasks of the class are placed. */
+static int has_chore(const convoy_class_t *cls, convoy_device_kind_t kind)
+{
+    return __atomic_load_n(&cls->chore[kind], __ATOMIC_ACQUIRE) != NULL ||
+           __atomic_load_n(&cls->batch_chore[kind], __ATOMIC_ACQUIRE) != NULL;
+}
+
 /* Can accelerator dev run t: a chore for its kind, and room for every flow. */
 static int can_run(const convoy__device_t *dev, const convoy__task_t *t, size_t *bytes_p)
 {
     const convoy_class_t *cls = t->cls;
-    if (cls->chore[dev->kind] == NULL && cls->batch_chore[dev->kind] == NULL)
+    if (!has_chore(cls, dev->kind))
         return 0;
     size_t total = 0;
     for (int f = 0; f < cls->nflows; f++)
@@ -47,11 +55,10 @@ int convoy__sched_place_locality(void *state, convoy_context_t *ctx, convoy__tas
             best_load = load;
         }
     }
-    if (best == 0 && too_big && cls->chore[CONVOY_DEVICE_CPU] == NULL &&
-        cls->batch_chore[CONVOY_DEVICE_CPU] == NULL) {
+    if (best == 0 && too_big && !has_chore(cls, CONVOY_DEVICE_CPU)) {
         /* Nowhere else to go: the device fails it with a message naming the sizes. */
         for (int i = 0; i < ctx->naccel && best == 0; i++)
-            if (cls->chore[ctx->accel[i]->kind] || cls->batch_chore[ctx->accel[i]->kind])
+            if (has_chore(cls, ctx->accel[i]->kind))
                 best = i + 1;
     } else if (best == 0 && too_big) {
         char name[160];

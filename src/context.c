@@ -185,11 +185,11 @@ void convoy_fini(convoy_context_t *ctx)
         return;
     /* From a chore it would wait for the chore itself: refuse, leave the context. */
     if (convoy__refuse_in_chore(ctx, "convoy_fini") != CONVOY_SUCCESS) {
-        convoy__log_error("%s; the context is left as it is", ctx->error);
+        convoy__log_error("%s; the context is left as it is", convoy_last_error(NULL));
         return;
     }
     if (convoy_wait(ctx) != CONVOY_SUCCESS)
-        convoy__log_ctx(ctx, CONVOY__LOG_WARN, "convoy_fini: %s", ctx->error);
+        convoy__log_ctx(ctx, CONVOY__LOG_WARN, "convoy_fini: %s", convoy_last_error(NULL));
     /* The program's last chance to see its data: resident ones come home too (scratch
      * ones never do). */
     if (convoy__coh_dirty_count(ctx) > 0 && convoy__data_flush_all(ctx, 1) != CONVOY_SUCCESS)

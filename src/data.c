@@ -51,6 +51,53 @@ static convoy_status_t enter_range(convoy_context_t *ctx, convoy_data_t *d)
                          (unsigned long long)other->id);
 }
 
+/* The live handles of the process, by address, so that a handle freed already (twice,
+ * or by convoy_fini) is refused before it is read: a freed handle's memory is gone.
+ * One tsearch tree under its own lock; a handle leaves it when its free starts. */
+static void *live_handles;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y ? -1 : x > y;
+}
+
+static int handle_enter(convoy_data_t *d)
+{
+    pthread_mutex_lock(&live_lock);
+    int ok = tsearch(d, &live_handles, ptr_cmp) != NULL;
+    pthread_mutex_unlock(&live_lock);
+    return ok;
+}
+
+static int handle_live(const convoy_data_t *d)
+{
+    pthread_mutex_lock(&live_lock);
+    int live = tfind(d, &live_handles, ptr_cmp) != NULL;
+    pthread_mutex_unlock(&live_lock);
+    return live;
+}
+
+/* Take d out of the live handles; 0 when it was not there (freed already). */
+static int handle_leave(const convoy_data_t *d)
+{
+    pthread_mutex_lock(&live_lock);
+    int found = tfind(d, &live_handles, ptr_cmp) != NULL;
+    if (found)
+        tdelete(d, &live_handles, ptr_cmp);
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}
+
+static convoy_status_t not_live(const char *fn, const convoy_data_t *d)
+{
+    return convoy__error(NULL, CONVOY_ERR_INVALID,
+                         "%s: %p is not a live data handle (freed already, by convoy_data_free "
+                         "or convoy_fini)",
+                         fn, (const void *)d);
+}
+
 convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t bytes,
                                 convoy_data_t **data_p)
 {
@@ -78,10 +125,15 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
     d->bytes = bytes;
     d->host_pinned = convoy__host_is_pinned(ctx, host_ptr, bytes);
     atomic_init(&d->refs, 1);
+    if (!handle_enter(d)) {
+        free(d);
+        return convoy__error(ctx, CONVOY_ERR_NOMEM, "convoy_data_new: out of host memory");
+    }
     pthread_mutex_lock(&ctx->data_lock);
     convoy_status_t st = enter_range(ctx, d);
     if (st != CONVOY_SUCCESS) {
         pthread_mutex_unlock(&ctx->data_lock);
+        handle_leave(d);
         free(d);
         return st;
     }
@@ -110,6 +162,8 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
     const unsigned known = CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH;
     if (data == NULL)
         return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_data_set_flags: data is NULL");
+    if (!handle_live(data))
+        return not_live("convoy_data_set_flags", data);
     if (flags & ~known)
         return convoy__error(data->ctx, CONVOY_ERR_INVALID,
                              "convoy_data_set_flags(datum %llu): unknown flags 0x%x; allowed: "
@@ -251,6 +305,8 @@ convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
 {
     if (data == NULL)
         return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_data_acquire: data is NULL");
+    if (!handle_live(data))
+        return not_live("convoy_data_acquire", data);
     if (mode != CONVOY_READ && mode != CONVOY_WRITE && mode != CONVOY_RW)
         return convoy__error(data->ctx, CONVOY_ERR_INVALID,
                              "convoy_data_acquire: access mode %d; allowed: CONVOY_READ (1), "
@@ -350,6 +406,7 @@ static void forget_users(convoy_data_t *d)
 void convoy__data_destroy(convoy_data_t *data)
 {
     convoy_context_t *ctx = data->ctx;
+    handle_leave(data); /* convoy_data_free took it out already */
     pthread_mutex_lock(&ctx->data_lock);
     tdelete(data, &ctx->data_ranges, range_cmp);
     if (data->prev != NULL)
@@ -401,24 +458,37 @@ void convoy_data_free(convoy_data_t *data)
 {
     if (data == NULL)
         return;
+    if (!handle_live(data)) {
+        not_live("convoy_data_free", data);
+        convoy__log_error("%s", convoy_last_error(NULL));
+        return;
+    }
     convoy_context_t *ctx = data->ctx;
     if (convoy__refuse_in_chore(ctx, "convoy_data_free") != CONVOY_SUCCESS) {
         /* The handle stays valid: freeing it would wait for the caller's own task. */
-        convoy__log_error("%s; datum %llu is not freed", convoy_last_error(ctx),
+        /* This thread's copy of the message: the context's may be replaced meanwhile. */
+        convoy__log_error("%s; datum %llu is not freed", convoy_last_error(NULL),
                           (unsigned long long)data->id);
         return;
     }
+    /* Claimed: a second free of it from here on (another thread's) is refused. */
+    if (!handle_leave(data)) {
+        not_live("convoy_data_free", data);
+        convoy__log_error("%s", convoy_last_error(NULL));
+        return;
+    }
     int cancelled;
+    char why[1024] = "its flush home failed";
     if (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) {
         wait_for_users(data);
-    } else if (bring_home(data, CONVOY_READ, &cancelled, NULL, 0) != CONVOY__OK) {
+    } else if (bring_home(data, CONVOY_READ, &cancelled, why, sizeof(why)) != CONVOY__OK) {
         /* The newest version could not come home (its flush failed and was reported):
          * free it anyway, as asked; the message says what was lost. */
         wait_for_users(data);
         if (convoy__coh_dirty_on(data) != CONVOY__COH_HOST)
             convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
-                          "on an accelerator: %s",
-                          (unsigned long long)data->id, convoy_last_error(ctx));
+                              "on an accelerator: %s",
+                              (unsigned long long)data->id, why);
     }
     drop_everywhere(ctx, data);
     convoy__data_destroy(data);

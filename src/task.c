@@ -209,16 +209,21 @@ static convoy_status_t track_flows(convoy_context_t *ctx, convoy__task_t *t,
     return st;
 }
 
+/* Has cls a chore for kind? Loaded atomically: another thread may set it meanwhile. */
+static int has_chore(const convoy_class_t *cls, convoy_device_kind_t kind)
+{
+    return __atomic_load_n(&cls->chore[kind], __ATOMIC_ACQUIRE) != NULL ||
+           __atomic_load_n(&cls->batch_chore[kind], __ATOMIC_ACQUIRE) != NULL;
+}
+
 /* Which device kinds could run the class here: a short list for error messages. */
 static int runnable_here(const convoy_context_t *ctx, const convoy_class_t *cls)
 {
-    if (cls->chore[CONVOY_DEVICE_CPU] != NULL || cls->batch_chore[CONVOY_DEVICE_CPU] != NULL)
+    if (has_chore(cls, CONVOY_DEVICE_CPU))
         return 1;
-    for (int i = 0; i < ctx->naccel; i++) {
-        convoy_device_kind_t k = ctx->accel[i]->kind;
-        if (cls->chore[k] != NULL || cls->batch_chore[k] != NULL)
+    for (int i = 0; i < ctx->naccel; i++)
+        if (has_chore(cls, ctx->accel[i]->kind))
             return 1;
-    }
     return 0;
 }
 
@@ -235,7 +240,7 @@ static convoy_status_t check_where(convoy_context_t *ctx, const convoy_class_t *
         return CONVOY_SUCCESS;
     convoy_device_kind_t kind =
         where == CONVOY_WHERE_CPU ? CONVOY_DEVICE_CPU : ctx->accel[where - 1]->kind;
-    if (cls->chore[kind] == NULL && cls->batch_chore[kind] == NULL)
+    if (!has_chore(cls, kind))
         return convoy__error(ctx, CONVOY_ERR_INVALID,
                              "convoy_task_insert_ex(%s): pinned to %s, but the class has no chore "
                              "for it",
@@ -375,7 +380,7 @@ convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls
         /* Some edges exist: the task must still pass through completion, as a failure,
          * so that its successors and readers are released. */
         atomic_store(&t->cancel, 1);
-        convoy__log_error("%s", convoy_last_error(ctx));
+        convoy__log_error("%s", convoy_last_error(NULL));
     }
     convoy__task_release(ctx, t);
     return st;

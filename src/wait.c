@@ -154,11 +154,16 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
     ctx->fail_epoch++; /* tasks inserted from now on no longer inherit these failures */
     pthread_mutex_unlock(&ctx->error_lock);
     convoy__log_repeat_flush(ctx);
+    /* A flush that could not even start (no memory for its internal task) left no
+     * transfer failure behind: say so, rather than an empty cause. */
+    if (flushed == CONVOY_ERR_NOMEM && transfer[0] == '\0')
+        snprintf(transfer, sizeof(transfer), "out of host memory starting the flush home");
     if (flushed != CONVOY_SUCCESS && failed == 0)
-        return convoy__error(ctx, CONVOY_ERR_TASK_FAILED,
-                             "convoy_wait: some data could not be brought home: %s (a later wait "
-                             "or acquire tries again); %llu task(s) were cancelled",
-                             transfer, (unsigned long long)cancelled);
+        return convoy__error(
+            ctx, flushed == CONVOY_ERR_NOMEM ? CONVOY_ERR_NOMEM : CONVOY_ERR_TASK_FAILED,
+            "convoy_wait: some data could not be brought home: %s (a later wait "
+            "or acquire tries again); %llu task(s) were cancelled",
+            transfer, (unsigned long long)cancelled);
     if (failed == 0 && cancelled == 0)
         return CONVOY_SUCCESS;
     if (failed == 0)

@@ -3,7 +3,8 @@
  * chore removed while tasks of its class are pending fails them with a message instead
  * of calling NULL; a batch chore fails one member with convoy_task_fail and the message
  * names that member; a per-task chore is never reported as "the batch chore"; a task's
- * placement hint and completion callback (convoy_task_insert_ex).
+ * placement hint and completion callback (convoy_task_insert_ex); a chore's refused calls
+ * log their own message while other threads record errors.
  */
 #include "config.h"
 
@@ -420,6 +421,93 @@ START_TEST(task_completion_callback_sim)
 }
 END_TEST
 
+/* ---- refusals logged while other threads record errors ------------------------------ */
+
+static convoy_context_t *refusing_ctx;
+static atomic_int refusing_done;
+
+/* Calls what a chore may not, a few times: each refusal is recorded on the context and
+ * logged, while the program's thread records errors of its own on it. */
+static int refuse_often(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    convoy_data_t *own;
+    memcpy(&own, t->args, sizeof(own));
+    for (int i = 0; i < 10; i++) {
+        convoy_fini(refusing_ctx);
+        convoy_data_free(own);
+    }
+    atomic_fetch_add(&refusing_done, 1);
+    return 0;
+}
+
+static void refusals_race(convoy_context_t *ctx, void *arg)
+{
+    (void)arg;
+    refusing_ctx = ctx;
+    atomic_store(&refusing_done, 0);
+    convoy_class_t *cls = new_class(ctx, "refusing", 0, CONVOY_DEVICE_CPU, refuse_often);
+    static long x[4];
+    convoy_data_t *d[4];
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(convoy_data_new(ctx, &x[i], sizeof(x[i]), &d[i]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, &d[i], sizeof(d[i]), &d[i]), CONVOY_SUCCESS);
+    }
+    while (atomic_load(&refusing_done) < 4)
+        ck_assert_int_eq(convoy_class_set_chore(cls, (convoy_device_kind_t)99, refuse_often),
+                         CONVOY_ERR_INVALID);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(convoy_data_bytes(d[i]), sizeof(long)); /* not freed by the chores */
+}
+
+START_TEST(refusals_logged_while_errors_recorded)
+{
+    /* Proves a refused convoy_fini or convoy_data_free from a chore logs its own message
+     * (the thread's copy), not the context's buffer, which the program's thread
+     * overwrites meanwhile with its own errors: ThreadSanitizer reported that race in
+     * make stress (tests/stress_misuse), and reports it here without the fix. */
+    tu_with_presets((tu_presets_t){"devices", "host", "nthreads", "2", "bind", "0", NULL},
+                    refusals_race, NULL);
+}
+END_TEST
+
+/* ---- a chore set while tasks of its class are placed --------------------------------- */
+
+static void toggled(convoy_context_t *ctx, void *arg)
+{
+    (void)arg;
+    convoy_class_t *cls = new_class(ctx, "toggled", 0, CONVOY_DEVICE_CPU, add_one);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, add_one), CONVOY_SUCCESS);
+    static long x[2];
+    convoy_data_t *d[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(convoy_data_new(ctx, &x[i], sizeof(x[i]), &d[i]), CONVOY_SUCCESS);
+    /* Chains: each successor is placed by the thread completing its predecessor (a
+     * progress thread on sim) while this thread changes the sim chore. */
+    for (int k = 0; k < 200; k++) {
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[k % 2]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, k % 3 ? add_one : NULL),
+                         CONVOY_SUCCESS);
+    }
+    convoy_status_t st = convoy_wait(ctx);
+    ck_assert(st == CONVOY_SUCCESS || st == CONVOY_ERR_TASK_FAILED);
+    if (st != CONVOY_SUCCESS)
+        tu_assert_error_has(ctx, "no chore for sim0 any more");
+}
+
+START_TEST(chore_set_while_placed_sim)
+{
+    /* Proves placement reads a class's chores atomically while convoy_class_set_chore
+     * changes them (sched/place.c, device/launch.c, the insertion's checks): tasks run on
+     * the CPUs or sim, or fail saying the chore is gone; ThreadSanitizer reported the
+     * plain reads in make stress (tests/stress_misuse), and reports them here without the
+     * fix. */
+    tu_with_presets((tu_presets_t){"devices", "host,sim", "nthreads", "2", "bind", "0", NULL},
+                    toggled, NULL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("robust_chore");
@@ -434,6 +522,9 @@ static Suite *suite(void)
     tcase_add_test(tc, task_placement_hint);
     tcase_add_test(tc, task_completion_callback_cpu);
     tcase_add_test(tc, task_completion_callback_sim);
+    tc = tu_tcase(s, "refusals", 30);
+    tcase_add_test(tc, refusals_logged_while_errors_recorded);
+    tcase_add_test(tc, chore_set_while_placed_sim);
     return s;
 }
 

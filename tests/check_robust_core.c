@@ -330,6 +330,72 @@ START_TEST(overlapping_registration)
 }
 END_TEST
 
+/* ---- 6. handles freed already ------------------------------------------------------ */
+
+static int bump(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    (*(int *)t->flows[0])++;
+    return 0;
+}
+
+static void freed_twice(convoy_context_t *ctx, void *arg)
+{
+    (void)arg;
+    static int x[4];
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "bump", 1, &rw, 0, &cls), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, bump), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, bump), CONVOY_SUCCESS);
+    convoy_data_t *d;
+    ck_assert_int_eq(convoy_data_new(ctx, x, sizeof(x), &d), CONVOY_SUCCESS);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
+    convoy_data_free(d); /* waits for its three tasks */
+    ck_assert_int_eq(x[0], 3);
+    convoy_data_free(d); /* refused, logged: the handle's memory is gone */
+    ck_assert_int_eq(convoy_data_acquire(d, CONVOY_READ), CONVOY_ERR_INVALID);
+    char want[64];
+    snprintf(want, sizeof(want), "%p is not a live data handle", (void *)d);
+    tu_assert_error_has(NULL, "convoy_data_acquire", want);
+    ck_assert_int_eq(convoy_data_set_flags(d, 0), CONVOY_ERR_INVALID);
+    tu_assert_error_has(NULL, "convoy_data_set_flags", want);
+    /* Its memory may be registered again, and the new handle works. */
+    ck_assert_int_eq(convoy_data_new(ctx, x, sizeof(x), &d), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_data_acquire(d, CONVOY_READ), CONVOY_SUCCESS);
+    ck_assert_int_eq(x[0], 4);
+    /* A handle convoy_fini freed (of another context) is refused too. */
+    convoy_context_t *other;
+    ck_assert_int_eq(convoy_init(NULL, NULL, &other), CONVOY_SUCCESS);
+    static int y[4];
+    convoy_data_t *e;
+    ck_assert_int_eq(convoy_data_new(other, y, sizeof(y), &e), CONVOY_SUCCESS);
+    convoy_fini(other);
+    convoy_data_free(e);
+    ck_assert_int_eq(convoy_data_acquire(e, CONVOY_RW), CONVOY_ERR_INVALID);
+    tu_assert_error_has(NULL, "not a live data handle");
+}
+
+START_TEST(freed_handle_refused_cpu)
+{
+    /* Proves a handle freed already (by convoy_data_free, twice, or by convoy_fini) is
+     * refused by convoy_data_free (logged), convoy_data_acquire and convoy_data_set_flags
+     * (CONVOY_ERR_INVALID naming the pointer) without reading freed memory (ASan would
+     * report it), and that its memory may be registered again. */
+    tu_with_presets(on_cpu, freed_twice, NULL);
+}
+END_TEST
+
+START_TEST(freed_handle_refused_sim)
+{
+    /* Proves the same with the tasks on the sim device (the free drops device copies). */
+    static const char *const on_sim[] = {"devices", "sim", "nthreads", "1", "bind", "0", NULL};
+    tu_with_presets(on_sim, freed_twice, NULL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("robust_core");
@@ -345,6 +411,9 @@ static Suite *suite(void)
     tcase_add_test(tc, acquire_closes_partial_ring);
     tc = tu_tcase(s, "overlap", 20);
     tcase_add_test(tc, overlapping_registration);
+    tc = tu_tcase(s, "freed", 20);
+    tcase_add_test(tc, freed_handle_refused_cpu);
+    tcase_add_test(tc, freed_handle_refused_sim);
     return s;
 }
 

@@ -5,7 +5,7 @@
  * failalloc_start() (a weak symbol it may declare), so set-up before it is never failed.
  *
  * Wrapped: malloc, calloc, realloc, strdup, strndup, posix_memalign, aligned_alloc,
- * memalign. Environment, read by failalloc_start():
+ * memalign, and free. Environment, read by failalloc_start():
  *   CONVOY_TEST_FAIL_ALLOC=n        fail the n-th counted allocation (from 1); 0 or
  *                                   unset: fail none, only count
  *   CONVOY_TEST_FAIL_ALLOC_ALL=1    fail every counted allocation from the n-th on
@@ -17,6 +17,9 @@
  *                                   contains s (e.g. "libconvoy"), or everywhere (s =
  *                                   "all"); calls from hwloc or libc are not convoy's
  *                                   to handle
+ * failalloc_live() is the number of allocations counted since failalloc_start that are
+ * not freed yet (free is wrapped too): after a program's teardown, a number larger than
+ * the run without failures has is a leak on a failure path.
  * Uses glibc's __libc_* entry points for the real allocations (no dlsym, which itself
  * allocates). Not for sanitizer builds: ASan and TSan replace malloc themselves.
  */
@@ -35,11 +38,13 @@ extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *ptr, size_t size);
 extern void *__libc_memalign(size_t align, size_t size);
+extern void __libc_free(void *ptr);
 
 /* The API a program calls (declared weak on its side, so it runs without this too). */
 void failalloc_start(void);
 long failalloc_stop(void);
 long failalloc_count(void);
+long failalloc_live(void);
 
 static atomic_int armed;
 static atomic_long counted; /* allocations counted since failalloc_start */
@@ -86,6 +91,66 @@ long failalloc_count(void)
     return atomic_load(&counted);
 }
 
+/* The live counted allocations: an open-addressing set of pointers (linear probing,
+ * deletion by backward shift) under a spin lock; malloc may not take a mutex that could
+ * allocate. Past LIVE_SLOTS - 1 live pointers the rest go untracked. */
+#define LIVE_SLOTS (1 << 16)
+static uintptr_t live[LIVE_SLOTS];
+static atomic_long nlive;
+static atomic_flag live_lock = ATOMIC_FLAG_INIT;
+
+static size_t slot_of(uintptr_t p)
+{
+    return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ull >> 48) & (LIVE_SLOTS - 1);
+}
+
+static void live_add(void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    while (atomic_flag_test_and_set_explicit(&live_lock, memory_order_acquire)) {
+    }
+    if (atomic_load(&nlive) < LIVE_SLOTS - 1) {
+        size_t i = slot_of((uintptr_t)ptr);
+        while (live[i] != 0)
+            i = (i + 1) & (LIVE_SLOTS - 1);
+        live[i] = (uintptr_t)ptr;
+        atomic_fetch_add(&nlive, 1);
+    }
+    atomic_flag_clear_explicit(&live_lock, memory_order_release);
+}
+
+static void live_remove(void *ptr)
+{
+    if (ptr == NULL || atomic_load_explicit(&nlive, memory_order_relaxed) == 0)
+        return;
+    while (atomic_flag_test_and_set_explicit(&live_lock, memory_order_acquire)) {
+    }
+    size_t i = slot_of((uintptr_t)ptr);
+    while (live[i] != 0 && live[i] != (uintptr_t)ptr)
+        i = (i + 1) & (LIVE_SLOTS - 1);
+    if (live[i] != 0) {
+        /* Backward shift: move later entries of the run into the hole when their home
+         * slot is not between the hole and them. */
+        size_t hole = i;
+        for (size_t j = (i + 1) & (LIVE_SLOTS - 1); live[j] != 0; j = (j + 1) & (LIVE_SLOTS - 1)) {
+            size_t home = slot_of(live[j]);
+            if (((j - home) & (LIVE_SLOTS - 1)) >= ((j - hole) & (LIVE_SLOTS - 1))) {
+                live[hole] = live[j];
+                hole = j;
+            }
+        }
+        live[hole] = 0;
+        atomic_fetch_sub(&nlive, 1);
+    }
+    atomic_flag_clear_explicit(&live_lock, memory_order_release);
+}
+
+long failalloc_live(void)
+{
+    return atomic_load(&nlive);
+}
+
 /* Whether the caller's object is in scope. */
 static int in_scope(const void *caller)
 {
@@ -103,10 +168,12 @@ static int in_scope(const void *caller)
 }
 
 /* Count this allocation (when armed and in scope); 1 if it is to fail. */
-static int should_fail(const void *caller)
+static int should_fail(const void *caller, int *counted_p)
 {
+    *counted_p = 0;
     if (!atomic_load_explicit(&armed, memory_order_relaxed) || inside || !in_scope(caller))
         return 0;
+    *counted_p = 1;
     long k = atomic_fetch_add(&counted, 1) + 1;
     int fail = fail_at > 0 && (k == fail_at || (fail_all && k > fail_at));
     if (fail && trace) {
@@ -123,37 +190,54 @@ static int should_fail(const void *caller)
 }
 
 #define CALLER __builtin_extract_return_addr(__builtin_return_address(0))
+/* A counted allocation that succeeded is tracked until it is freed. */
+#define TRACKED(p) (counted ? (live_add(p), (p)) : (p))
 
 void *malloc(size_t size)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
-    return __libc_malloc(size);
+    void *p = __libc_malloc(size);
+    return TRACKED(p);
 }
 
 void *calloc(size_t n, size_t size)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
-    return __libc_calloc(n, size);
+    void *p = __libc_calloc(n, size);
+    return TRACKED(p);
 }
 
 void *realloc(void *ptr, size_t size)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
-    return __libc_realloc(ptr, size);
+    void *p = __libc_realloc(ptr, size);
+    if (p != NULL || size == 0)
+        live_remove(ptr);
+    return TRACKED(p);
+}
+
+void free(void *ptr)
+{
+    live_remove(ptr);
+    __libc_free(ptr);
 }
 
 char *strdup(const char *s)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -161,12 +245,13 @@ char *strdup(const char *s)
     char *p = __libc_malloc(len);
     if (p != NULL)
         memcpy(p, s, len);
-    return p;
+    return TRACKED(p);
 }
 
 char *strndup(const char *s, size_t max)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -176,34 +261,39 @@ char *strndup(const char *s, size_t max)
         memcpy(p, s, len);
         p[len] = '\0';
     }
-    return p;
+    return TRACKED(p);
 }
 
 int posix_memalign(void **out, size_t align, size_t size)
 {
-    if (should_fail(CALLER))
+    int counted;
+    if (should_fail(CALLER, &counted))
         return ENOMEM;
     void *p = __libc_memalign(align, size);
     if (p == NULL)
         return ENOMEM;
-    *out = p;
+    *out = TRACKED(p);
     return 0;
 }
 
 void *aligned_alloc(size_t align, size_t size)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
-    return __libc_memalign(align, size);
+    void *p = __libc_memalign(align, size);
+    return TRACKED(p);
 }
 
 void *memalign(size_t align, size_t size)
 {
-    if (should_fail(CALLER)) {
+    int counted;
+    if (should_fail(CALLER, &counted)) {
         errno = ENOMEM;
         return NULL;
     }
-    return __libc_memalign(align, size);
+    void *p = __libc_memalign(align, size);
+    return TRACKED(p);
 }

@@ -213,10 +213,14 @@ tests_failalloc_run_SOURCES = tests/failalloc_run.c
 TESTS += tests/failalloc.sh
 EXTRA_DIST += tests/failalloc.sh
 
-# make stress: the random suites over many seeds for a bounded time (tests/stress.sh;
-# STRESS_SECONDS=120 by default). CI runs it in its sanitizer phases.
+# make stress: the random suites and random API misuse (tests/stress_misuse.c) over many
+# seeds for a bounded time (tests/stress.sh; STRESS_SECONDS=120 by default). CI runs it in
+# its sanitizer phases.
 EXTRA_DIST += tests/stress.sh
-stress: $(convoy_check_suites)
+check_PROGRAMS += tests/stress_misuse
+tests_stress_misuse_SOURCES = tests/stress_misuse.c tests/stress_misuse_calls.c tests/stress_misuse.h
+tests_stress_misuse_LDADD = $(LDADD) -lpthread
+stress: $(convoy_check_suites) tests/stress_misuse
 	$(SHELL) $(top_srcdir)/tests/stress.sh tests
 .PHONY: stress
 
