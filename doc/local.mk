@@ -29,6 +29,7 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-01-host2-profile.log \
 	doc/results/h200-2026-12-01-host2-copy_paths.log \
 	doc/results/h200-2026-12-01-host3-bench.log \
+	doc/results/h200-2026-12-01-host4-bench.log \
 	doc/results/h200-2026-12-01-machine.txt \
 	doc/results/copy_paths_h2d.svg \
 	doc/results/copy_paths_d2h.svg \
