@@ -48,7 +48,9 @@ typedef struct convoy_data convoy_data_t;
 /**
  * The message of the last error. With a context: the last error recorded on that
  * context (any thread). With NULL: the last error of the calling thread (use it after a
- * failed convoy_init). The string stays valid until the next failing call; never NULL.
+ * failed convoy_init). Never NULL. With a context, the string is the calling thread's
+ * copy, valid until its next call of convoy_last_error (other threads' failures do not
+ * change it); with NULL, until the thread's next failing call.
  */
 const char *convoy_last_error(const convoy_context_t *ctx);
 

@@ -72,9 +72,16 @@ int convoy__log_level(const convoy_context_t *ctx)
 
 const char *convoy_last_error(const convoy_context_t *ctx)
 {
-    /* The context's buffer is only ever overwritten whole under its lock; returning it
-     * unlocked matches the documented "valid until the next failing call". */
-    return ctx != NULL ? ctx->error : tls_error;
+    if (ctx == NULL)
+        return tls_error;
+    /* A copy taken under the lock, in the calling thread's own buffer: another thread's
+     * failing call may overwrite the context's message while the caller reads it. */
+    static _Thread_local char copy[sizeof(ctx->error)];
+    convoy_context_t *c = (convoy_context_t *)ctx; /* the lock, not the message, changes */
+    pthread_mutex_lock(&c->error_lock);
+    memcpy(copy, c->error, sizeof(copy));
+    pthread_mutex_unlock(&c->error_lock);
+    return copy;
 }
 
 void convoy__log_impl(convoy__log_level_t level, const char *file, int line, const char *fmt, ...)

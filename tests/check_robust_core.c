@@ -396,6 +396,44 @@ START_TEST(freed_handle_refused_sim)
 }
 END_TEST
 
+/* ---- convoy_last_error(ctx) while another thread's calls fail ------------------------ */
+
+static atomic_int g_err_stop;
+
+static void *fail_calls(void *p)
+{
+    convoy_context_t *ctx = p;
+    char buf[64];
+    for (int i = 0; !atomic_load(&g_err_stop); i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "no_such_parameter_%d", i % 7);
+        convoy_param_get(ctx, name, buf, sizeof(buf)); /* fails, recording on ctx */
+    }
+    return NULL;
+}
+
+START_TEST(last_error_read_while_others_fail)
+{
+    /* Proves: a thread may read the context's last error while another thread's calls
+     * fail and record theirs: it gets a whole message (one of the others' or its own),
+     * never a torn one (ThreadSanitizer reported this race before the copy under the
+     * lock). */
+    convoy_context_t *ctx = tu_init(on_cpu);
+    atomic_store(&g_err_stop, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, fail_calls, ctx), 0);
+    for (int i = 0; i < 20000; i++) {
+        const char *m = convoy_last_error(ctx);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_msg(strncmp(m, "no error", 8) == 0 || strstr(m, "no_such_parameter_") != NULL,
+                      "a torn or foreign message: %s", m);
+    }
+    atomic_store(&g_err_stop, 1);
+    pthread_join(th, NULL);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("robust_core");
@@ -414,6 +452,7 @@ static Suite *suite(void)
     tc = tu_tcase(s, "freed", 20);
     tcase_add_test(tc, freed_handle_refused_cpu);
     tcase_add_test(tc, freed_handle_refused_sim);
+    tcase_add_test(tc, last_error_read_while_others_fail);
     return s;
 }
 
