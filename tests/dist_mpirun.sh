@@ -1,0 +1,28 @@
+#!/bin/sh
+# The distributed mode's programs under mpirun, on 2 ranks and on 4 (oversubscribed: this
+# runs on 2 cores): tests/check_dist (random graphs against an oracle) and
+# tests/check_dist_fuse (exact message counts, failures across ranks, bad calls).
+# Skipped (77) in a build without MPI or without mpirun.
+dir=tests # the build folder's, where make check runs
+mpiexec=${MPIEXEC:-}
+if [ -z "$mpiexec" ] || [ ! -x "$dir/check_dist" ] || [ ! -x "$dir/check_dist_fuse" ]; then
+    echo "check_dist: no MPI in this build (or no mpirun): skipped"
+    exit 77
+fi
+# Open MPI refuses root unless told; CI runs as root.
+root=
+if [ "$(id -u)" -eq 0 ]; then
+    root=--allow-run-as-root
+fi
+# Quiet, and no interconnect probing on one host.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+for np in 2 4; do
+    for prog in check_dist_fuse check_dist; do
+        echo "--- mpirun -np $np $prog"
+        timeout 300 "$mpiexec" $root --oversubscribe -np $np "$dir/$prog" || {
+            echo "check_dist: $prog on $np ranks failed"
+            exit 1
+        }
+    done
+done
