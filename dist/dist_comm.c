@@ -305,21 +305,104 @@ static const char *mpi_text(int rc, char *buf)
     return buf;
 }
 
-/* The comm thread's own lists. */
-typedef struct inflight {
-    convoy__dist_msg_t *msg;
-    int peer;
-    MPI_Request req;
-    struct inflight *next;
-} inflight_t;
+/* Requests in flight and what each is for: tested together with one MPI_Testsome, as
+ * one MPI_Test each would run MPI's progress engine once per request. */
+typedef struct pending {
+    void **item;
+    MPI_Request *req;
+    int *idx;
+    int n, cap;
+} pending_t;
+
+static int pend_add(pending_t *p, void *item, MPI_Request req)
+{
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 64;
+        void **it = realloc(p->item, (size_t)cap * sizeof(*it));
+        if (it != NULL)
+            p->item = it;
+        MPI_Request *rq = realloc(p->req, (size_t)cap * sizeof(*rq));
+        if (rq != NULL)
+            p->req = rq;
+        int *ix = realloc(p->idx, (size_t)cap * sizeof(*ix));
+        if (ix != NULL)
+            p->idx = ix;
+        if (it == NULL || rq == NULL || ix == NULL)
+            return -1;
+        p->cap = cap;
+    }
+    p->item[p->n] = item;
+    p->req[p->n++] = req;
+    return 0;
+}
+
+static void pend_free(pending_t *p)
+{
+    free(p->item);
+    free(p->req);
+    free(p->idx);
+}
+
+/* Test every request; fn(dist, item, ok) for each one done (all of them, ok 0, when MPI
+ * failed). Returns how many were done. */
+static int pend_test(convoy__dist_t *dist, pending_t *p, const char *what,
+                     void (*fn)(convoy__dist_t *, void *, int))
+{
+    if (p->n == 0)
+        return 0;
+    int out = 0;
+    char text[MPI_MAX_ERROR_STRING];
+    int rc = MPI_Testsome(p->n, p->req, &out, p->idx, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        convoy__dist_break(dist, "%s: %s", what, mpi_text(rc, text));
+        for (int i = 0; i < p->n; i++)
+            fn(dist, p->item[i], 0);
+        int n = p->n;
+        p->n = 0;
+        return n;
+    }
+    if (out == MPI_UNDEFINED || out == 0)
+        return 0;
+    for (int i = 0; i < out; i++) {
+        fn(dist, p->item[p->idx[i]], 1);
+        p->item[p->idx[i]] = NULL;
+    }
+    int k = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (p->item[i] != NULL) {
+            p->item[k] = p->item[i];
+            p->req[k++] = p->req[i];
+        }
+    }
+    p->n = k;
+    return out;
+}
 
 typedef struct comm_state {
-    convoy__dist_send_t *sending; /* Isend posted */
-    inflight_t *receiving;        /* Imrecv posted */
-    int coll_step;                /* 0 none, 1 reduce posted, 2 broadcast posted */
+    pending_t sending;   /* convoy__dist_send_t, Isend posted */
+    pending_t receiving; /* convoy__dist_send_t (msg, peer), Imrecv posted */
+    int coll_step;       /* 0 none, 1 reduce posted, 2 broadcast posted */
     MPI_Request coll_req;
     int coll_key, coll_min;
 } comm_state_t;
+
+static void sent(convoy__dist_t *dist, void *item, int ok)
+{
+    (void)dist;
+    (void)ok;
+    convoy__dist_send_t *s = item;
+    convoy__dist_msg_unref(s->msg);
+    free(s);
+}
+
+static void received(convoy__dist_t *dist, void *item, int ok)
+{
+    convoy__dist_send_t *r = item;
+    if (ok)
+        unpack(dist, r->msg, r->peer);
+    convoy__dist_msg_unref(r->msg);
+    free(r);
+}
 
 /* Close what has waited long enough (or everything while a wait needs it), post the
  * closed messages. Returns how many it posted. */
@@ -345,41 +428,21 @@ static int post_sends(convoy__dist_t *dist, comm_state_t *cs)
     char text[MPI_MAX_ERROR_STRING];
     for (convoy__dist_send_t *s = list, *next; s != NULL; s = next) {
         next = s->next;
-        int rc = MPI_Isend(s->msg->buf, (int)s->msg->size, MPI_BYTE, s->peer, CONVOY__DIST_TAG,
-                           dist->comm, &s->req);
-        if (rc != MPI_SUCCESS) {
-            convoy__dist_break(dist, "MPI_Isend of %zu bytes to rank %d: %s", s->msg->size, s->peer,
-                               mpi_text(rc, text));
-            convoy__dist_msg_unref(s->msg);
-            free(s);
+        int rc = atomic_load(&dist->broken)
+                     ? MPI_ERR_OTHER
+                     : MPI_Isend(s->msg->buf, (int)s->msg->size, MPI_BYTE, s->peer,
+                                 CONVOY__DIST_TAG, dist->comm, &s->req);
+        if (rc != MPI_SUCCESS || pend_add(&cs->sending, s, s->req) != 0) {
+            if (rc == MPI_SUCCESS)
+                convoy__dist_break(dist, "out of memory for the sends in flight");
+            else if (!atomic_load(&dist->broken))
+                convoy__dist_break(dist, "MPI_Isend of %zu bytes to rank %d: %s", s->msg->size,
+                                   s->peer, mpi_text(rc, text));
+            sent(dist, s, 0);
             continue;
         }
         atomic_fetch_add_explicit(&dist->stats.msgs_sent, 1, memory_order_relaxed);
-        s->next = cs->sending;
-        cs->sending = s;
         n++;
-    }
-    return n;
-}
-
-static int test_sends(convoy__dist_t *dist, comm_state_t *cs)
-{
-    int n = 0;
-    char text[MPI_MAX_ERROR_STRING];
-    for (convoy__dist_send_t **p = &cs->sending; *p != NULL;) {
-        convoy__dist_send_t *s = *p;
-        int done = 0;
-        int rc = MPI_Test(&s->req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS)
-            convoy__dist_break(dist, "a send to rank %d failed: %s", s->peer, mpi_text(rc, text));
-        if (rc != MPI_SUCCESS || done) {
-            *p = s->next;
-            convoy__dist_msg_unref(s->msg);
-            free(s);
-            n++;
-        } else {
-            p = &s->next;
-        }
     }
     return n;
 }
@@ -400,7 +463,7 @@ static int poll_recvs(convoy__dist_t *dist, comm_state_t *cs)
         if (!found)
             break;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        inflight_t *r = calloc(1, sizeof(*r));
+        convoy__dist_send_t *r = calloc(1, sizeof(*r));
         convoy__dist_msg_t *m = msg_new((size_t)count);
         if (r == NULL || m == NULL) {
             free(r);
@@ -413,36 +476,15 @@ static int poll_recvs(convoy__dist_t *dist, comm_state_t *cs)
         r->msg = m;
         r->peer = st.MPI_SOURCE;
         rc = MPI_Imrecv(m->buf, count, MPI_BYTE, &mm, &r->req);
-        if (rc != MPI_SUCCESS) {
-            convoy__dist_msg_unref(m);
-            free(r);
+        if (rc != MPI_SUCCESS || pend_add(&cs->receiving, r, r->req) != 0) {
+            received(dist, r, 0);
             convoy__dist_break(dist, "MPI_Imrecv from rank %d: %s", st.MPI_SOURCE,
-                               mpi_text(rc, text));
+                               rc != MPI_SUCCESS ? mpi_text(rc, text) : "out of memory");
             return n;
         }
-        r->next = cs->receiving;
-        cs->receiving = r;
         n++;
     }
-    for (inflight_t **p = &cs->receiving; *p != NULL;) {
-        inflight_t *r = *p;
-        int done = 0;
-        int rc = MPI_Test(&r->req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS || done) {
-            *p = r->next;
-            if (rc != MPI_SUCCESS)
-                convoy__dist_break(dist, "a receive from rank %d failed: %s", r->peer,
-                                   mpi_text(rc, text));
-            else
-                unpack(dist, r->msg, r->peer);
-            convoy__dist_msg_unref(r->msg);
-            free(r);
-            n++;
-        } else {
-            p = &r->next;
-        }
-    }
-    return n;
+    return n + pend_test(dist, &cs->receiving, "a receive failed", received);
 }
 
 /* The collective part of the wait: the lowest rank with a failure (a rank whose tasks
@@ -503,21 +545,19 @@ static void *comm_main(void *p)
     convoy__thread_mark("convoy's communication thread");
     comm_state_t cs = {0};
     int idle = 0;
-    while (!atomic_load(&dist->stop) || cs.sending != NULL) {
+    while (!atomic_load(&dist->stop) || cs.sending.n > 0) {
         int n = 0;
         if (!atomic_load(&dist->broken)) {
             n += post_sends(dist, &cs);
-            n += test_sends(dist, &cs);
+            n += pend_test(dist, &cs.sending, "a send failed", sent);
             n += poll_recvs(dist, &cs);
             n += step_collective(dist, &cs);
-        } else if (cs.sending != NULL) {
+        } else {
             /* Broken: what was posted is abandoned with MPI; free it. */
-            for (convoy__dist_send_t *s = cs.sending, *next; s != NULL; s = next) {
-                next = s->next;
-                convoy__dist_msg_unref(s->msg);
-                free(s);
-            }
-            cs.sending = NULL;
+            for (int i = 0; i < cs.sending.n; i++)
+                sent(dist, cs.sending.item[i], 0);
+            cs.sending.n = 0;
+            n += post_sends(dist, &cs); /* frees what is queued */
         }
         if (n > 0) {
             idle = 0;
@@ -527,13 +567,13 @@ static void *comm_main(void *p)
             nanosleep(&ts, NULL);
         }
     }
-    for (inflight_t *r = cs.receiving, *next; r != NULL; r = next) {
-        next = r->next;
-        MPI_Cancel(&r->req);
-        MPI_Request_free(&r->req);
-        convoy__dist_msg_unref(r->msg);
-        free(r);
+    for (int i = 0; i < cs.receiving.n; i++) {
+        MPI_Cancel(&cs.receiving.req[i]);
+        MPI_Request_free(&cs.receiving.req[i]);
+        received(dist, cs.receiving.item[i], 0);
     }
+    pend_free(&cs.sending);
+    pend_free(&cs.receiving);
     return NULL;
 }
 
