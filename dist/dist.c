@@ -325,25 +325,30 @@ static convoy_status_t dist_wait(convoy__dist_t *dist)
         local = CONVOY_ERR_TASK_FAILED;
         snprintf(msg, sizeof(msg), "%s", convoy_last_error(ctx));
     }
-    /* The key of the collective: a rank whose tasks failed comes before one where tasks
-     * were only cancelled (by a failure elsewhere), which comes before one without. */
+    /* The key of the collective, lowest first: a broken rank, a rank whose tasks failed,
+     * one where tasks were only cancelled (by a failure elsewhere), then by rank. */
     uint64_t failed = atomic_load(&ctx->stats.tasks_failed);
-    int key = local == CONVOY_SUCCESS      ? 2 * dist->size
-              : failed > dist->failed_seen ? dist->rank
-                                           : dist->size + dist->rank;
+    int kind = atomic_load(&dist->broken)   ? 0
+               : local == CONVOY_SUCCESS    ? 3
+               : failed > dist->failed_seen ? 1
+                                            : 2;
     dist->failed_seen = failed;
+    if (kind == 0)
+        snprintf(msg, sizeof(msg), "%s", dist->broken_msg);
     pthread_mutex_lock(&dist->coll_lock);
-    dist->coll_failed_rank = key;
+    dist->coll_failed_rank = kind * dist->size + (kind < 3 ? dist->rank : 0);
     snprintf(dist->coll_msg, sizeof(dist->coll_msg), "%s", msg);
     pthread_mutex_unlock(&dist->coll_lock);
     convoy_status_t st = convoy__dist_collective(dist);
     atomic_fetch_sub(&dist->waiting, 1);
     if (st != CONVOY_SUCCESS)
         return st;
-    if (dist->coll_failed_rank >= dist->size)
+    int key = dist->coll_failed_rank;
+    if (key >= 3 * dist->size)
         return CONVOY_SUCCESS;
-    return convoy__error(ctx, CONVOY_ERR_TASK_FAILED, "convoy_dist_wait: on rank %d of %d: %s",
-                         dist->coll_failed_rank, dist->size, dist->coll_msg);
+    return convoy__error(ctx, key < dist->size ? CONVOY_ERR_DEVICE : CONVOY_ERR_TASK_FAILED,
+                         "convoy_dist_wait: on rank %d of %d: %s", key % dist->size, dist->size,
+                         dist->coll_msg);
 }
 
 convoy_status_t convoy_dist_wait(convoy_context_t *ctx)

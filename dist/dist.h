@@ -130,13 +130,14 @@ typedef struct convoy__dist {
     pthread_mutex_t coll_lock;
     pthread_cond_t coll_cond;
     int coll_state;       /* 0 idle, 1 asked, 2 running, 3 done */
-    int coll_failed_rank; /* in: this rank's key (dist.c); out: the rank whose message
-                             coll_msg holds, size when none failed */
+    int coll_failed_rank; /* in: this rank's key (dist.c); out: the lowest key, whose
+                             rank's message coll_msg then holds */
     uint64_t failed_seen; /* ctx's tasks_failed at the last collective wait */
     char coll_msg[1024];  /* in: this rank's failure; out: the lowest failing rank's */
 
-    /* A failure of MPI itself: every later call fails with it. */
-    atomic_int broken;
+    /* A failure (of MPI, or a message that is not convoy's): no more flows, every later
+     * insertion fails with it; mpi_failed: MPI itself, so not even the wait can meet. */
+    atomic_int broken, mpi_failed;
     char broken_msg[512];
 
     pthread_t thread;

@@ -354,6 +354,7 @@ static int pend_test(convoy__dist_t *dist, pending_t *p, const char *what,
     char text[MPI_MAX_ERROR_STRING];
     int rc = MPI_Testsome(p->n, p->req, &out, p->idx, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
+        atomic_store(&dist->mpi_failed, 1);
         convoy__dist_break(dist, "%s: %s", what, mpi_text(rc, text));
         for (int i = 0; i < p->n; i++)
             fn(dist, p->item[i], 0);
@@ -435,7 +436,7 @@ static int post_sends(convoy__dist_t *dist, comm_state_t *cs)
         if (rc != MPI_SUCCESS || pend_add(&cs->sending, s, s->req) != 0) {
             if (rc == MPI_SUCCESS)
                 convoy__dist_break(dist, "out of memory for the sends in flight");
-            else if (!atomic_load(&dist->broken))
+            else if (!atomic_load(&dist->broken) && (atomic_store(&dist->mpi_failed, 1), 1))
                 convoy__dist_break(dist, "MPI_Isend of %zu bytes to rank %d: %s", s->msg->size,
                                    s->peer, mpi_text(rc, text));
             sent(dist, s, 0);
@@ -457,6 +458,7 @@ static int poll_recvs(convoy__dist_t *dist, comm_state_t *cs)
         MPI_Status st;
         int rc = MPI_Improbe(MPI_ANY_SOURCE, CONVOY__DIST_TAG, dist->comm, &found, &mm, &st);
         if (rc != MPI_SUCCESS) {
+            atomic_store(&dist->mpi_failed, 1);
             convoy__dist_break(dist, "MPI_Improbe: %s", mpi_text(rc, text));
             return n;
         }
@@ -478,6 +480,8 @@ static int poll_recvs(convoy__dist_t *dist, comm_state_t *cs)
         rc = MPI_Imrecv(m->buf, count, MPI_BYTE, &mm, &r->req);
         if (rc != MPI_SUCCESS || pend_add(&cs->receiving, r, r->req) != 0) {
             received(dist, r, 0);
+            if (rc != MPI_SUCCESS)
+                atomic_store(&dist->mpi_failed, 1);
             convoy__dist_break(dist, "MPI_Imrecv from rank %d: %s", st.MPI_SOURCE,
                                rc != MPI_SUCCESS ? mpi_text(rc, text) : "out of memory");
             return n;
@@ -487,8 +491,8 @@ static int poll_recvs(convoy__dist_t *dist, comm_state_t *cs)
     return n + pend_test(dist, &cs->receiving, "a receive failed", received);
 }
 
-/* The collective part of the wait: the lowest rank with a failure (a rank whose tasks
- * failed before one whose tasks were only cancelled), then its message to all. */
+/* The collective part of the wait: the lowest key (dist.c: broken, failed, cancelled,
+ * none; then by rank), then the message of its rank to all. */
 static int step_collective(convoy__dist_t *dist, comm_state_t *cs)
 {
     char text[MPI_MAX_ERROR_STRING];
@@ -504,15 +508,15 @@ static int step_collective(convoy__dist_t *dist, comm_state_t *cs)
                             &cs->coll_req);
         cs->coll_step = 1;
     } else if ((rc = MPI_Test(&cs->coll_req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && done) {
-        if (cs->coll_step == 1 && cs->coll_min < 2 * dist->size) {
+        if (cs->coll_step == 1 && cs->coll_min < 3 * dist->size) {
             int root = cs->coll_min % dist->size;
             rc = MPI_Ibcast(dist->coll_msg, (int)sizeof(dist->coll_msg), MPI_CHAR, root, dist->comm,
                             &cs->coll_req);
-            dist->coll_failed_rank = root;
+            dist->coll_failed_rank = cs->coll_min;
             cs->coll_step = 2;
         } else {
             if (cs->coll_step == 1)
-                dist->coll_failed_rank = dist->size;
+                dist->coll_failed_rank = cs->coll_min;
             cs->coll_step = 0;
             pthread_mutex_lock(&dist->coll_lock);
             dist->coll_state = 3;
@@ -520,8 +524,10 @@ static int step_collective(convoy__dist_t *dist, comm_state_t *cs)
             pthread_mutex_unlock(&dist->coll_lock);
         }
     }
-    if (rc != MPI_SUCCESS)
+    if (rc != MPI_SUCCESS) {
+        atomic_store(&dist->mpi_failed, 1);
         convoy__dist_break(dist, "the collective wait: %s", mpi_text(rc, text));
+    }
     return 1;
 }
 
@@ -529,11 +535,11 @@ convoy_status_t convoy__dist_collective(convoy__dist_t *dist)
 {
     pthread_mutex_lock(&dist->coll_lock);
     dist->coll_state = 1;
-    while (dist->coll_state != 3 && !atomic_load(&dist->broken))
+    while (dist->coll_state != 3 && !atomic_load(&dist->mpi_failed))
         pthread_cond_wait(&dist->coll_cond, &dist->coll_lock);
     dist->coll_state = 0;
     pthread_mutex_unlock(&dist->coll_lock);
-    if (atomic_load(&dist->broken))
+    if (atomic_load(&dist->mpi_failed))
         return convoy__error(dist->ctx, CONVOY_ERR_DEVICE, "convoy_dist_wait: %s",
                              dist->broken_msg);
     return CONVOY_SUCCESS;
@@ -553,11 +559,14 @@ static void *comm_main(void *p)
             n += poll_recvs(dist, &cs);
             n += step_collective(dist, &cs);
         } else {
-            /* Broken: what was posted is abandoned with MPI; free it. */
+            /* Broken: no more flows; what was posted is abandoned with MPI. While MPI itself
+             * works, the collective wait still runs, so every rank hears of the cause. */
             for (int i = 0; i < cs.sending.n; i++)
                 sent(dist, cs.sending.item[i], 0);
             cs.sending.n = 0;
             n += post_sends(dist, &cs); /* frees what is queued */
+            if (!atomic_load(&dist->mpi_failed))
+                n += step_collective(dist, &cs);
         }
         if (n > 0) {
             idle = 0;

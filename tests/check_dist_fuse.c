@@ -7,6 +7,10 @@
  *    a datum read twice on one rank travels once;
  *  - a task failing on rank 0 cancels its reader on rank 1 (a failure marker instead of
  *    the data), and convoy_dist_wait reports the failure, naming rank 0, on every rank;
+ *  - a message that is not convoy's (sent by the test on convoy's communicator) breaks
+ *    the receiving rank: its waiting receive fails naming the cause, its later
+ *    insertions fail with CONVOY_ERR_DEVICE, and convoy_dist_wait returns
+ *    CONVOY_ERR_DEVICE with that cause on every rank instead of hanging;
  *  - bad calls: an owner or a named rank out of range, an owner set after use, a second
  *    start, a chore inserting a task (CONVOY_ERR_STATE), the calls without the mode.
  * Run by tests/dist_mpirun.sh under mpirun on 2 and 4 ranks.
@@ -20,6 +24,8 @@
 #include <string.h>
 
 #include "convoy.h"
+#include "dist/dist.h" /* the broken test reaches convoy's communicator */
+#include <time.h>
 
 static int g_rank, g_size;
 
@@ -207,6 +213,61 @@ static void test_failure(void)
     convoy_fini(ctx);
 }
 
+static int slow_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    memset(t->flows[0], 'n', t->flow_bytes[0]);
+    return 0;
+}
+
+static void test_broken(void)
+{
+    convoy_context_t *ctx = start("1", "256", "256K");
+    convoy_access_t w = CONVOY_WRITE;
+    convoy_class_t *slow;
+    CHECK(convoy_class_new(ctx, "slow", 1, &w, 0, &slow) == CONVOY_SUCCESS, "%s",
+          convoy_last_error(ctx));
+    convoy_class_set_chore(slow, CONVOY_DEVICE_CPU, slow_chore);
+    char a[64] = "", b[64] = "kept";
+    convoy_data_t *da, *db;
+    CHECK(convoy_data_new(ctx, a, sizeof(a), &da) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    CHECK(convoy_data_new(ctx, b, sizeof(b), &db) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    CHECK(convoy_data_set_owner(da, 1) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    /* Rank 1 writes a slowly; rank 0 waits for it in a receive meanwhile. */
+    CHECK(convoy_task_insert(ctx, slow, NULL, 0, &da) == CONVOY_SUCCESS, "%s",
+          convoy_last_error(ctx));
+    convoy_data_t *fl[2] = {da, db};
+    convoy_task_opts_t on0 = {.rank = CONVOY_RANK(0)};
+    CHECK(convoy_task_insert_ex(ctx, g_copy, NULL, 0, fl, &on0) == CONVOY_SUCCESS, "%s",
+          convoy_last_error(ctx));
+    convoy__dist_t *dist = ctx->dist;
+    if (g_rank == 1) {
+        char junk[16] = "not a message";
+        CHECK(MPI_Send(junk, sizeof(junk), MPI_BYTE, 0, 7, dist->comm) == MPI_SUCCESS, "send");
+    }
+    if (g_rank == 0) {
+        for (int i = 0; i < 10000 && !atomic_load(&dist->broken); i++) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        CHECK(atomic_load(&dist->broken), "rank 0 did not see the bad message");
+        CHECK(convoy_task_insert(ctx, g_copy, NULL, 0, fl) == CONVOY_ERR_DEVICE &&
+                  strstr(convoy_last_error(ctx), "not convoy's") != NULL,
+              "%s", convoy_last_error(ctx));
+    }
+    convoy_status_t st = convoy_dist_wait(ctx);
+    CHECK(st == CONVOY_ERR_DEVICE && strstr(convoy_last_error(ctx), "on rank 0") != NULL &&
+              strstr(convoy_last_error(ctx), "not convoy's") != NULL,
+          "wait %d: %s", (int)st, convoy_last_error(ctx));
+    convoy_stats_t s;
+    convoy_get_stats(ctx, &s);
+    CHECK(g_rank != 0 || (s.tasks_cancelled == 1 && strcmp(b, "kept") == 0),
+          "rank 0: cancelled %llu, b '%s'", (unsigned long long)s.tasks_cancelled, b);
+    convoy_fini(ctx);
+}
+
 static void test_bad_calls(void)
 {
     convoy_context_t *ctx = start("1", "256", "256K");
@@ -263,6 +324,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     test_fusion();
     test_failure();
+    test_broken();
     test_bad_calls();
     if (g_rank == 0)
         printf("check_dist_fuse on %d ranks: passed\n", g_size);
