@@ -81,7 +81,8 @@ int main(int argc, char **argv)
     long tin = nin * size, tout = ntasks * size;
     char *in_mem = calloc((size_t)tin, (size_t)bytes);
     uint64_t *out_mem = calloc((size_t)tout, sizeof(uint64_t));
-    convoy_data_t **in = calloc((size_t)tin, sizeof(*in)), **out = calloc((size_t)tout, sizeof(*out));
+    convoy_data_t **in = calloc((size_t)tin, sizeof(*in)),
+                  **out = calloc((size_t)tout, sizeof(*out));
     for (long i = 0; i < tin; i++) {
         convoy_data_new(ctx, in_mem + i * bytes, (size_t)bytes, &in[i]);
         convoy_data_set_owner(in[i], (int)(i / nin));

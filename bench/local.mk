@@ -35,7 +35,8 @@ EXTRA_DIST += bench/h200.sh bench/h200_compare.sh bench/h200_final.sh
 
 # The distributed mode (doc/dist.md): run under mpirun.
 if HAVE_MPI
-noinst_PROGRAMS += bench/dist_tiny
+noinst_PROGRAMS += bench/dist_tiny bench/stencil
 bench_dist_tiny_SOURCES = bench/dist_tiny.c
+bench_stencil_SOURCES = bench/stencil.c
 endif
-EXTRA_DIST += bench/dist_tiny.c
+EXTRA_DIST += bench/dist_tiny.c bench/stencil.c

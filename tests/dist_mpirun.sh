@@ -1,7 +1,9 @@
 #!/bin/sh
 # The distributed mode's programs under mpirun, on 2 ranks and on 4 (oversubscribed: this
 # runs on 2 cores): tests/check_dist (random graphs against an oracle) and
-# tests/check_dist_fuse (exact message counts, failures across ranks, bad calls).
+# tests/check_dist_fuse (exact message counts, failures across ranks, bad calls); then
+# small runs of bench/dist_tiny (fused and not) and bench/stencil, which check their
+# results against the formula and a sequential run.
 # Skipped (77) in a build without MPI or without mpirun.
 dir=tests # the build folder's, where make check runs
 mpiexec=${MPIEXEC:-}
@@ -30,6 +32,19 @@ for np in 2 4; do
             exit 1
         }
     done
+done
+for run in "2 bench/dist_tiny --tasks 64 --rounds 3" \
+    "2 bench/dist_tiny --tasks 64 --rounds 3 --convoy-dist-fuse=0" \
+    "4 bench/stencil --n 64 --tiles 4 --iters 6" "2 bench/stencil --n 60 --tiles 3 --iters 5"; do
+    set -- $run
+    np=$1
+    shift
+    [ -x "$1" ] || continue
+    echo "--- mpirun -np $np $*"
+    timeout 300 "$mpiexec" $root --oversubscribe -np "$np" "$@" | tail -1 | grep 'verified=1' || {
+        echo "check_dist: $* on $np ranks failed"
+        exit 1
+    }
 done
 for f in tests/dist_lsan.*; do
     [ -e "$f" ] || continue
