@@ -409,9 +409,10 @@ static void received(convoy__dist_t *dist, void *item, int ok)
  * closed messages. Returns how many it posted. */
 static int post_sends(convoy__dist_t *dist, comm_state_t *cs)
 {
-    uint64_t now = convoy__now_ns();
     int flush = atomic_load(&dist->waiting) > 0 && atomic_load(&dist->sends_outstanding) == 0;
     pthread_mutex_lock(&dist->out_lock);
+    /* Read under the lock: a message opened since would look older than time itself. */
+    uint64_t now = convoy__now_ns();
     for (int p = 0; p < dist->size; p++) {
         convoy__dist_out_t *o = &dist->out[p];
         if (o->open != NULL && (flush || now - o->opened_ns >= dist->fuse_wait_ns) &&
