@@ -243,6 +243,7 @@ static void test_broken(void)
     CHECK(convoy_task_insert_ex(ctx, g_copy, NULL, 0, fl, &on0) == CONVOY_SUCCESS, "%s",
           convoy_last_error(ctx));
     convoy__dist_t *dist = ctx->dist;
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has inserted before rank 0 breaks */
     if (g_rank == 1) {
         char junk[16] = "not a message";
         CHECK(MPI_Send(junk, sizeof(junk), MPI_BYTE, 0, 7, dist->comm) == MPI_SUCCESS, "send");

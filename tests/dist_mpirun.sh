@@ -23,6 +23,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 # reported with frames in unloaded modules), so leaks do not fail the run by
 # themselves; a leak whose stack names convoy's code does (checked below).
 rm -f tests/dist_lsan.*
+# Under ThreadSanitizer: what Open MPI's own code does is suppressed (tests/dist_tsan.supp).
+export TSAN_OPTIONS="${TSAN_OPTIONS:-} suppressions=${srcdir:-.}/tests/dist_tsan.supp"
 export LSAN_OPTIONS="exitcode=0:log_path=tests/dist_lsan${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 for np in 2 4; do
     for prog in check_dist_fuse check_dist; do

@@ -234,4 +234,4 @@ tests_check_dist_SOURCES = tests/check_dist.c
 tests_check_dist_fuse_SOURCES = tests/check_dist_fuse.c
 endif
 TESTS += tests/dist_mpirun.sh
-EXTRA_DIST += tests/dist_mpirun.sh tests/check_dist.c tests/check_dist_fuse.c
+EXTRA_DIST += tests/dist_mpirun.sh tests/dist_tsan.supp tests/check_dist.c tests/check_dist_fuse.c
