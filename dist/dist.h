@@ -158,6 +158,9 @@ void convoy__dist_comm_stop(convoy__dist_t *dist);
  * transfer xfer for peer. Returns 0, or -1 out of memory. */
 int convoy__dist_post(convoy__dist_t *dist, int peer, uint64_t xfer, const void *bytes, size_t len,
                       int failed);
+/* dist_match.c */
+/* A whole message landed from peer: check its table, hand each flow to its receive. */
+void convoy__dist_unpack(convoy__dist_t *dist, convoy__dist_msg_t *m, int peer);
 /* A receive task was inserted: match it with a landed message or wait for one. */
 void convoy__dist_expect(convoy__dist_t *dist, convoy__dist_xfer_t *x);
 /* Run the collective part of the wait on the comm thread; blocks the caller. */

@@ -4,9 +4,10 @@
 if HAVE_MPI
 libconvoy_internal_la_SOURCES += \
 	dist/dist.c \
-	dist/dist_comm.c
+	dist/dist_comm.c \
+	dist/dist_match.c
 else
 libconvoy_internal_la_SOURCES += dist/dist_none.c
 endif
-EXTRA_DIST += dist/dist.c dist/dist_comm.c dist/dist_none.c
+EXTRA_DIST += dist/dist.c dist/dist_comm.c dist/dist_match.c dist/dist_none.c
 noinst_HEADERS += dist/dist.h
