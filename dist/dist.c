@@ -140,10 +140,12 @@ static int recv_chore(const convoy_task_view_t *task, void *stream)
     (void)stream;
     convoy__dist_xfer_t *x = *(convoy__dist_xfer_t *const *)task->args;
     if (x->bytes != task->flow_bytes[0]) {
-        convoy__log_error("distributed mode: transfer %llu from rank %d carries %llu bytes, the "
-                          "datum has %zu (ranks created data differently?)",
-                          (unsigned long long)x->xfer, x->peer, (unsigned long long)x->bytes,
-                          task->flow_bytes[0]);
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "it carries %llu bytes, the datum has %zu here (did the ranks create their data "
+                 "differently?)",
+                 (unsigned long long)x->bytes, task->flow_bytes[0]);
+        x->why = strdup(why);
         return -1;
     }
     memcpy(task->flows[0], x->msg->buf + x->offset, x->bytes);
@@ -153,11 +155,19 @@ static int recv_chore(const convoy_task_view_t *task, void *stream)
 static void recv_done(void *arg, uint64_t id, convoy_status_t outcome, const char *msg)
 {
     (void)id;
-    (void)outcome;
-    (void)msg;
     convoy__dist_xfer_t *x = arg;
     convoy__dist_t *dist = x->dist;
+    /* A receive that failed (not one cancelled here): its cause for the wait's message. */
+    if (outcome != CONVOY_SUCCESS && (x->why != NULL || (msg && strncmp(msg, "cancelled", 9)))) {
+        pthread_mutex_lock(&dist->done_lock);
+        if (dist->recv_failure[0] == '\0')
+            snprintf(dist->recv_failure, sizeof(dist->recv_failure),
+                     "the receive of a datum from rank %d failed: %s", x->peer,
+                     x->why != NULL ? x->why : msg);
+        pthread_mutex_unlock(&dist->done_lock);
+    }
     convoy__dist_msg_unref(x->msg);
+    free(x->why);
     free(x);
     convoy__dist_xfer_done(dist, 1);
 }
@@ -313,17 +323,25 @@ static convoy_status_t dist_wait(convoy__dist_t *dist)
     convoy_status_t local = convoy_wait(ctx);
     char msg[1024];
     snprintf(msg, sizeof(msg), "%s", local != CONVOY_SUCCESS ? convoy_last_error(ctx) : "");
+    char recv_failure[1024];
     pthread_mutex_lock(&dist->done_lock);
     while (
         (atomic_load(&dist->sends_outstanding) > 0 || atomic_load(&dist->recvs_outstanding) > 0) &&
         !atomic_load(&dist->broken))
         pthread_cond_wait(&dist->done_cond, &dist->done_lock);
+    snprintf(recv_failure, sizeof(recv_failure), "%s", dist->recv_failure);
+    dist->recv_failure[0] = '\0';
     pthread_mutex_unlock(&dist->done_lock);
     /* What the receives cancelled after the wait above counted them: a second local
      * wait collects it (cheap: nothing runs). */
     if (convoy_wait(ctx) != CONVOY_SUCCESS && local == CONVOY_SUCCESS) {
         local = CONVOY_ERR_TASK_FAILED;
         snprintf(msg, sizeof(msg), "%s", convoy_last_error(ctx));
+    }
+    if (local != CONVOY_SUCCESS && recv_failure[0] != '\0') {
+        char both[sizeof(msg)];
+        snprintf(both, sizeof(both), "%.500s; %.500s", msg, recv_failure);
+        memcpy(msg, both, sizeof(msg));
     }
     /* The key of the collective, lowest first: a broken rank, a rank whose tasks failed,
      * one where tasks were only cancelled (by a failure elsewhere), then by rank. */

@@ -66,6 +66,7 @@ typedef struct convoy__dist_xfer {
     convoy__dist_msg_t *msg;
     uint64_t offset, bytes;
     int failed;
+    char *why;                      /* a receive's chore failed: why (malloc'd) */
     struct convoy__dist_xfer *next; /* in a hash bucket */
 } convoy__dist_xfer_t;
 
@@ -115,6 +116,7 @@ typedef struct convoy__dist {
     pthread_mutex_t done_lock;
     pthread_cond_t done_cond;
     atomic_long sends_outstanding, recvs_outstanding;
+    char recv_failure[1024]; /* the first failed receive since the last wait (done_lock) */
 
     /* Receives: by transfer number; a message may land before its receive is inserted. */
     pthread_mutex_t match_lock;

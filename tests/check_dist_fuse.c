@@ -7,6 +7,8 @@
  *    a datum read twice on one rank travels once;
  *  - a task failing on rank 0 cancels its reader on rank 1 (a failure marker instead of
  *    the data), and convoy_dist_wait reports the failure, naming rank 0, on every rank;
+ *  - a datum registered with different sizes on two ranks fails the receive, naming
+ *    both sizes, and every rank's wait reports it;
  *  - a message that is not convoy's (sent by the test on convoy's communicator) breaks
  *    the receiving rank: its waiting receive fails naming the cause, its later
  *    insertions fail with CONVOY_ERR_DEVICE, and convoy_dist_wait returns
@@ -213,6 +215,27 @@ static void test_failure(void)
     convoy_fini(ctx);
 }
 
+static void test_size_mismatch(void)
+{
+    convoy_context_t *ctx = start("1", "256", "256K");
+    char a[64] = "sized", b[64] = "";
+    convoy_data_t *da, *db;
+    /* The same datum (the first created), 64 bytes on rank 0, 32 elsewhere. */
+    CHECK(convoy_data_new(ctx, a, g_rank == 0 ? 64 : 32, &da) == CONVOY_SUCCESS, "%s",
+          convoy_last_error(ctx));
+    CHECK(convoy_data_new(ctx, b, 32, &db) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    CHECK(convoy_data_set_owner(db, 1) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    convoy_data_t *fl[2] = {da, db};
+    CHECK(convoy_task_insert(ctx, g_copy, NULL, 0, fl) == CONVOY_SUCCESS, "%s",
+          convoy_last_error(ctx));
+    convoy_status_t st = convoy_dist_wait(ctx);
+    CHECK(st == CONVOY_ERR_TASK_FAILED &&
+              strstr(convoy_last_error(ctx), "carries 64 bytes, the datum has 32") != NULL,
+          "wait %d: %s", (int)st, convoy_last_error(ctx));
+    CHECK(g_rank != 1 || b[0] == '\0', "rank 1 copied '%s'", b);
+    convoy_fini(ctx);
+}
+
 static int slow_chore(const convoy_task_view_t *t, void *stream)
 {
     (void)stream;
@@ -325,6 +348,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     test_fusion();
     test_failure();
+    test_size_mismatch();
     test_broken();
     test_bad_calls();
     if (g_rank == 0)
