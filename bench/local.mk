@@ -32,3 +32,11 @@ endif
 EXTRA_DIST += bench/tiny_tasks_cuda.cu bench/mixed_latency_cuda.cu bench/copy_paths.cu \
 	bench/rw_chores_cuda.cu
 EXTRA_DIST += bench/h200.sh bench/h200_compare.sh bench/h200_final.sh bench/h200_host.sh bench/h200_profile.sh bench/h200_copy.sh bench/h200_mid.sh bench/h200_mid2.sh bench/h200_final2.sh
+
+# The distributed mode (doc/dist.md): run under mpirun.
+if HAVE_MPI
+noinst_PROGRAMS += bench/dist_tiny bench/stencil
+bench_dist_tiny_SOURCES = bench/dist_tiny.c
+bench_stencil_SOURCES = bench/stencil.c
+endif
+EXTRA_DIST += bench/dist_tiny.c bench/stencil.c

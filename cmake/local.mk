@@ -18,6 +18,7 @@ convoy_cmake_subst = sed \
 	-e 's|@CUDA_LIBS[@]|$(CUDA_LIBS)|g' \
 	-e 's|@HIP_LDFLAGS[@]|$(HIP_LDFLAGS)|g' \
 	-e 's|@HIP_LIBS[@]|$(HIP_LIBS)|g' \
+	-e 's|@MPI_LIBS[@]|$(MPI_LIBS)|g' \
 	-e 's|@CONVOY_SYS_LIBS[@]|$(CONVOY_SYS_LIBS)|g' \
 	-e 's|@CONVOY_HAVE_CUDA[@]|$(CONVOY_BUILD_CUDA)|g' \
 	-e 's|@CONVOY_HAVE_HIP[@]|$(CONVOY_BUILD_HIP)|g'

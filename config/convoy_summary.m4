@@ -11,6 +11,9 @@ AS_IF([test "x$convoy_have_hip" = x1],
 AS_IF([test "x$convoy_modules" = xyes],
     [convoy_sum_modules="yes, in $libdir/convoy"],
     [convoy_sum_modules="no, built into libconvoy${convoy_modules_why:+ ($convoy_modules_why)}"])
+AS_IF([test "x$convoy_have_mpi" = x1],
+    [convoy_sum_mpi="yes ($MPI_LIBS${MPIEXEC:+, $MPIEXEC})"],
+    [convoy_sum_mpi="no${convoy_mpi_why:+ ($convoy_mpi_why)}"])
 AS_IF([test "x$convoy_have_check" = xyes],
     [convoy_sum_check=yes],
     [convoy_sum_check="no (the Check suites will not be built)"])
@@ -29,6 +32,7 @@ convoy $PACKAGE_VERSION configured:
   CUDA          $convoy_sum_cuda
   HIP           $convoy_sum_hip
   GPU modules   $convoy_sum_modules
+  MPI           $convoy_sum_mpi
 
 CONVOY_EOF
 ])

@@ -12,6 +12,7 @@ dist_doc_DATA = \
 	doc/robustness.md \
 	doc/cuda.md \
 	doc/threads.md \
+	doc/dist.md \
 	doc/physics.md \
 	doc/intended-design.md \
 	doc/results.md

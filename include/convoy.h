@@ -318,7 +318,13 @@ typedef struct convoy_task_opts {
     int where;           /**< CONVOY_WHERE_ANY, CONVOY_WHERE_CPU or CONVOY_WHERE_ACCEL(i) */
     convoy_done_fn done; /**< NULL: no callback */
     void *done_arg;      /**< passed to done */
+    int rank;            /**< distributed mode (convoy_dist_start): CONVOY_RANK(r) runs the
+                              task on rank r; 0: on the owner of the datum of its first
+                              written flow (of its first flow when it writes none) */
 } convoy_task_opts_t;
+
+/** The rank r for convoy_task_opts_t.rank. */
+#define CONVOY_RANK(r) ((r) + 1)
 
 /**
  * convoy_task_insert with options (opts NULL: none): where pins the task to the CPUs or
@@ -371,6 +377,15 @@ typedef struct convoy_stats {
     uint64_t eviction_submissions; /**< submissions pushing evicted dirty copies home */
     uint64_t eviction_copies;      /**< dirty copies pushed home to make room */
     uint64_t transfers_failed;     /**< flushes home that failed (after retries) */
+    /* Distributed mode (convoy_dist_start; 0 otherwise). A flow is one version of one
+     * datum for one rank; a message carries one flow or several fused ones. */
+    uint64_t dist_messages_sent;
+    uint64_t dist_messages_received;
+    uint64_t dist_flows_sent; /**< failure markers included */
+    uint64_t dist_flows_received;
+    uint64_t dist_bytes_sent; /**< payload bytes of the flows */
+    uint64_t dist_bytes_received;
+    uint64_t dist_large_sent; /**< flows over dist_large_bytes, each sent alone */
 } convoy_stats_t;
 
 void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *stats);
@@ -381,6 +396,57 @@ const char *convoy_sched_name(const convoy_context_t *ctx);
 /** Number of accelerators in use, and the name of one ("sim0", "cuda0"). */
 int convoy_accel_count(const convoy_context_t *ctx);
 const char *convoy_accel_name(const convoy_context_t *ctx, int index);
+
+/* ---------------------------------------------------------------------------------
+ * Distributed mode (doc/dist.md): owner computes, over MPI.
+ *
+ * Every rank runs the same program and inserts the same task stream, from one thread,
+ * with data created in the same order. Each datum has an owner rank (0 unless
+ * convoy_data_set_owner says otherwise), whose host memory holds its first version. A
+ * task runs on the rank named by convoy_task_opts_t.rank, else on the owner of the datum
+ * of its first written flow; the other ranks only keep the bookkeeping of where each
+ * version lives. The rank holding a datum's newest version sends it once to each rank
+ * that runs a reader of it; small flows to one peer are fused into one message. A task
+ * that fails cancels its successors on every rank (a failure marker travels instead of
+ * the data), and convoy_dist_wait reports it on every rank. Chores do not insert tasks
+ * in this mode (CONVOY_ERR_STATE): their tasks would be in one rank's stream only.
+ * ------------------------------------------------------------------------------ */
+
+/**
+ * Turn the distributed mode on for ctx, before any task is inserted: a collective call
+ * of every rank of the communicator. comm points to an MPI_Comm (NULL:
+ * MPI_COMM_WORLD), which convoy duplicates. When MPI is not initialised yet, convoy
+ * calls MPI_Init_thread (asking MPI_THREAD_MULTIPLE) and MPI_Finalize in convoy_fini;
+ * otherwise the program's MPI is used as it is (MPI_THREAD_MULTIPLE or, with less,
+ * every MPI call made by convoy's communication thread) and the program finalises it.
+ * CONVOY_ERR_UNAVAILABLE where the library was built without MPI
+ * (convoy_build_has_mpi) or MPI cannot start; CONVOY_ERR_STATE when tasks were inserted
+ * already or the mode is on. convoy_fini waits for every rank (collective) and stops it.
+ */
+convoy_status_t convoy_dist_start(convoy_context_t *ctx, const void *comm);
+
+/** This process's rank and the number of ranks: 0 and 1 when the mode is off. */
+int convoy_dist_rank(const convoy_context_t *ctx);
+int convoy_dist_size(const convoy_context_t *ctx);
+
+/**
+ * Make rank the owner of the datum: its host memory there holds the first version (the
+ * other ranks' host memory is not read). Call it on every rank, before any task uses the
+ * datum. CONVOY_ERR_INVALID for a rank out of [0, size) or a datum tasks used already.
+ */
+convoy_status_t convoy_data_set_owner(convoy_data_t *data, int rank);
+
+/** The owner of the datum (0 when the mode is off). */
+int convoy_data_owner(const convoy_data_t *data);
+
+/**
+ * The collective wait: convoy_wait, then every transfer of this rank done, then every
+ * rank meets. Returns CONVOY_SUCCESS on every rank, or CONVOY_ERR_TASK_FAILED on every
+ * rank when a task failed or was cancelled on any rank, the message naming the first
+ * failure of the lowest rank that had one. Also CONVOY_ERR_DEVICE when a peer died or
+ * MPI failed (the message says which call). Without the mode it is convoy_wait.
+ */
+convoy_status_t convoy_dist_wait(convoy_context_t *ctx);
 
 /* ---------------------------------------------------------------------------------
  * Version and build
@@ -405,6 +471,9 @@ void convoy_version(int *major, int *minor, int *patch);
  * convoy_init.
  */
 int convoy_build_has_device(convoy_device_kind_t kind);
+
+/** 1 when this build of the library holds the distributed mode (MPI), else 0. */
+int convoy_build_has_mpi(void);
 
 #ifdef __cplusplus
 }

@@ -188,6 +188,8 @@ void convoy_fini(convoy_context_t *ctx)
         convoy__log_error("%s; the context is left as it is", convoy_last_error(NULL));
         return;
     }
+    if (ctx->dist_hooks != NULL)
+        ctx->dist_hooks->fini(ctx); /* the distributed layer's wait and stop (dist/) */
     if (convoy_wait(ctx) != CONVOY_SUCCESS)
         convoy__log_ctx(ctx, CONVOY__LOG_WARN, "convoy_fini: %s", convoy_last_error(NULL));
     /* The program's last chance to see its data: resident ones come home too (scratch
@@ -235,6 +237,8 @@ void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *s)
     s->eviction_submissions = a->eviction_submissions;
     s->eviction_copies = a->eviction_copies;
     s->transfers_failed = a->transfers_failed;
+    if (ctx->dist_hooks != NULL)
+        ctx->dist_hooks->stats(ctx, s);
 }
 
 const char *convoy_sched_name(const convoy_context_t *ctx)

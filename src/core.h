@@ -155,6 +155,19 @@ typedef struct convoy__queue_wait {
     atomic_int spinners;     /* CPU workers polling `pushes` (queue 0 only) */
 } convoy__queue_wait_t;
 
+/* The distributed layer (dist/, doc/dist.md) above the core: NULL while it is off. The
+ * core calls it at three points and knows nothing else of it. */
+typedef struct convoy__dist_hooks {
+    /* Before a program's insertion is tracked: add what the task needs from other ranks
+     * (internal tasks, tracked first) and say whether it runs here (*here_p 1) or on
+     * another rank (0: the core does nothing more with it). An error is returned as is. */
+    convoy_status_t (*route)(convoy_context_t *ctx, convoy_class_t *cls,
+                             convoy_data_t *const *flows, const convoy_task_opts_t *opts,
+                             int *here_p);
+    void (*stats)(const convoy_context_t *ctx, convoy_stats_t *s); /* adds its counts */
+    void (*fini)(convoy_context_t *ctx); /* first thing of convoy_fini: stop, free */
+} convoy__dist_hooks_t;
+
 typedef struct convoy__stats_atomic {
     _Atomic uint64_t tasks_inserted, tasks_completed, tasks_failed, tasks_cancelled;
     _Atomic uint64_t rings, launches;
@@ -224,6 +237,8 @@ struct convoy_context {
     _Atomic int64_t next_ring_id;
     convoy__stats_atomic_t stats;
     convoy__trace_t *trace; /* NULL when tracing is off */
+    const convoy__dist_hooks_t *dist_hooks; /* the distributed layer, NULL when off */
+    void *dist;                             /* its state (dist/dist.h) */
 };
 
 /* Task life cycle (src/task.c). */

@@ -177,5 +177,36 @@ const convoy__param_def_t convoy__core_params[] = {
             "pops, waits on the device) and prints the split to stderr at the end of each busy "
             "period (when nothing is left in flight): where the host time per ring goes, on "
             "machines without a profiler"},
+    {.name = "dist_fuse",
+     .type = CONVOY__PARAM_BOOL,
+     .def = "1",
+     .doc = "distributed mode (doc/dist.md): fuse small flows bound for one rank into one "
+            "message; 0: one message per flow"},
+    {.name = "dist_fuse_max_flows",
+     .type = CONVOY__PARAM_INT,
+     .def = "256",
+     .min = 1,
+     .max = 65536,
+     .doc = "distributed mode: the most flows in one fused message"},
+    {.name = "dist_fuse_max_bytes",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "256K",
+     .min = 1024,
+     .max = 1073741824.0,
+     .doc = "distributed mode: the most payload bytes in one fused message"},
+    {.name = "dist_large_bytes",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "64K",
+     .min = 0,
+     .max = 1125899906842624.0,
+     .doc = "distributed mode: a flow over this many bytes travels in a message of its own, so "
+            "small flows never wait behind it"},
+    {.name = "dist_fuse_wait_us",
+     .type = CONVOY__PARAM_DOUBLE,
+     .def = "50",
+     .min = 0,
+     .max = 10000000,
+     .doc = "distributed mode: how long a message that is not full waits for more flows "
+            "(while a convoy_dist_wait runs it leaves once the rank has nothing left to pack)"},
     {0},
 };

@@ -351,6 +351,12 @@ convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls
     convoy_status_t st = check_insert(ctx, cls, args, args_size, flows, opts);
     if (st != CONVOY_SUCCESS)
         return st;
+    if (ctx->dist_hooks != NULL) {
+        int here = 1; /* the distributed layer: is the task this rank's? (dist/) */
+        st = ctx->dist_hooks->route(ctx, cls, flows, opts, &here);
+        if (st != CONVOY_SUCCESS || !here)
+            return st;
+    }
     convoy__task_t *t = task_alloc(ctx, cls, args, args_size, flows);
     if (t == NULL)
         return CONVOY_ERR_NOMEM;

@@ -4,7 +4,8 @@
 
 # CK_DEFAULT_TIMEOUT: seconds per Check test (forked), unless the caller set it.
 AM_TESTS_ENVIRONMENT = \
-	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-120}; export CK_DEFAULT_TIMEOUT;
+	CK_DEFAULT_TIMEOUT=$${CK_DEFAULT_TIMEOUT:-120}; export CK_DEFAULT_TIMEOUT; \
+	MPIEXEC='$(MPIEXEC)'; export MPIEXEC;
 
 if HAVE_CHECK
 convoy_check_suites = \
@@ -228,3 +229,13 @@ stress: $(convoy_check_suites) tests/stress_misuse
 # them for each runtime version (tests/ports/check.sh).
 EXTRA_DIST += tests/ports/check.sh tests/ports/include/cuda_runtime_api.h \
 	tests/ports/include/nvtx3/nvToolsExt.h tests/ports/include/hip/hip_runtime_api.h
+
+# The distributed mode (doc/dist.md): MPI programs, run by tests/dist_mpirun.sh under
+# mpirun (plain programs: a process that initialised MPI must not fork).
+if HAVE_MPI
+check_PROGRAMS += tests/check_dist tests/check_dist_fuse
+tests_check_dist_SOURCES = tests/check_dist.c
+tests_check_dist_fuse_SOURCES = tests/check_dist_fuse.c
+endif
+TESTS += tests/dist_mpirun.sh
+EXTRA_DIST += tests/dist_mpirun.sh tests/dist_tsan.supp tests/check_dist.c tests/check_dist_fuse.c

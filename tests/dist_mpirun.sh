@@ -1,0 +1,61 @@
+#!/bin/sh
+# The distributed mode's programs under mpirun, on 2 ranks and on 4 (oversubscribed: this
+# runs on 2 cores): tests/check_dist (random graphs against an oracle) and
+# tests/check_dist_fuse (exact message counts, failures across ranks, bad calls); then
+# small runs of bench/dist_tiny (fused and not) and bench/stencil, which check their
+# results against the formula and a sequential run.
+# Skipped (77) in a build without MPI or without mpirun.
+dir=tests # the build folder's, where make check runs
+mpiexec=${MPIEXEC:-}
+if [ -z "$mpiexec" ] || [ ! -x "$dir/check_dist" ] || [ ! -x "$dir/check_dist_fuse" ]; then
+    echo "check_dist: no MPI in this build (or no mpirun): skipped"
+    exit 77
+fi
+# Open MPI refuses root unless told; CI runs as root.
+root=
+if [ "$(id -u)" -eq 0 ]; then
+    root=--allow-run-as-root
+fi
+# Quiet, and no interconnect probing on one host.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Under AddressSanitizer: Open MPI leaks at MPI_Finalize (its components' allocations,
+# reported with frames in unloaded modules), so leaks do not fail the run by
+# themselves; a leak whose stack names convoy's code does (checked below).
+rm -f tests/dist_lsan.*
+# Under ThreadSanitizer: what Open MPI's own code does is suppressed (tests/dist_tsan.supp).
+export TSAN_OPTIONS="${TSAN_OPTIONS:-} suppressions=${srcdir:-.}/tests/dist_tsan.supp"
+export LSAN_OPTIONS="exitcode=0:log_path=tests/dist_lsan${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+for np in 2 4; do
+    for prog in check_dist_fuse check_dist; do
+        echo "--- mpirun -np $np $prog"
+        timeout 300 "$mpiexec" $root --oversubscribe -np $np "$dir/$prog" || {
+            echo "check_dist: $prog on $np ranks failed"
+            exit 1
+        }
+    done
+done
+for run in "2 bench/dist_tiny --tasks 64 --rounds 3" \
+    "2 bench/dist_tiny --tasks 64 --rounds 3 --convoy-dist-fuse=0" \
+    "4 bench/stencil --n 64 --tiles 4 --iters 6" "2 bench/stencil --n 60 --tiles 3 --iters 5"; do
+    set -- $run
+    np=$1
+    shift
+    [ -x "$1" ] || continue
+    echo "--- mpirun -np $np $*"
+    timeout 300 "$mpiexec" $root --oversubscribe -np "$np" "$@" | tail -1 | grep 'verified=1' || {
+        echo "check_dist: $* on $np ranks failed"
+        exit 1
+    }
+done
+for f in tests/dist_lsan.*; do
+    [ -e "$f" ] || continue
+    # Allocated by convoy's own code: the frame above the allocator is one of its files
+    # (the library, dist/, the test programs); MPI's leaks are allocated inside MPI.
+    if grep -Eq '^ +#1 .*(src|dist|sched|device|tests)/[a-z_]+\.c:' "$f"; then
+        echo "check_dist: a leak in convoy's code ($f):"
+        cat "$f"
+        exit 1
+    fi
+done
+rm -f tests/dist_lsan.*
