@@ -9,6 +9,7 @@ libconvoy_internal_la_SOURCES += \
 	src/context.c \
 	src/class.c \
 	src/data.c \
+	src/insert.c \
 	src/task.c \
 	src/wait.c \
 	src/worker.c \
@@ -25,6 +26,7 @@ noinst_HEADERS += \
 	src/param.h \
 	src/context.h \
 	src/core.h \
+	src/task_impl.h \
 	src/coherence.h \
 	src/trace.h \
 	src/trace_impl.h \
