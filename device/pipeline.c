@@ -274,9 +274,10 @@ static void *progress_main(void *arg)
             p->empty_until = deadline;
             prof_mark(p, CONVOY__PROF_POP, &t0);
             if (n > 0) {
+                /* Before the start: a task that fails in it may be freed at once. */
+                p->prof_rings += p->popped[0]->cls->internal == CONVOY__CLS_USER;
                 convoy__ring_start(p, p->popped, n);
                 moved = 1;
-                p->prof_rings += p->popped[0]->cls->internal == CONVOY__CLS_USER;
                 if (ctx->trace != NULL)
                     trace_counters(p);
                 prof_mark(p, CONVOY__PROF_START, &t0);
