@@ -29,12 +29,15 @@ typedef struct convoy__devcopy {
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */
     int64_t stage_ring;          /* the ring whose stage-in list holds it, and where */
     int stage_slot;
-    struct convoy__pev *out_ev;  /* a pushout of it home in flight (flush or eviction); the
-                                    pipeline's outbound batch holds the reference */
-    uint64_t out_version;        /* the version that pushout carries */
-    int out_failed;              /* the last pushout home failed (the copy stays dirty) */
-    int evicting;                /* freed when its pushout lands, unless in use again */
-    int evict_failures;          /* eviction pushouts of it that failed */
+    struct convoy__pev *out_ev; /* a pushout of it home in flight (flush or eviction); the
+                                   pipeline's outbound batch holds the reference */
+    uint64_t out_version;       /* the version that pushout carries */
+    void *bounce;               /* that pushout lands in this pinned block first: copied
+                                   into the host memory when it lands, before coherence
+                                   learns it (copies.c) */
+    int out_failed;             /* the last pushout home failed (the copy stays dirty) */
+    int evicting;               /* freed when its pushout lands, unless in use again */
+    int evict_failures;         /* eviction pushouts of it that failed */
     struct convoy__devcopy *lru_prev, *lru_next; /* the LRU while users == 0; dm->pinned */
     struct convoy__devcopy *all_prev, *all_next; /* every copy of the device: dm->all */
 } convoy__devcopy_t;
@@ -80,8 +83,8 @@ void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *copy, void 
  * want: they leave the LRU marked evicting, for the caller to push home. Copies whose
  * eviction failed `limit` times are left. Returns how many.
  */
-int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
-                              convoy__devcopy_t **out, int max);
+int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit, convoy__devcopy_t **out,
+                              int max);
 /* A pushout of c has landed (or failed): free it when evicting and unused, else back to
  * the LRU when unused. */
 void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *copy);

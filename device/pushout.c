@@ -20,10 +20,17 @@
 #include "device/pipeline_impl.h"
 #include "src/coherence.h"
 
-/* The pushout of c landed (failed: it did not): coherence learns it, the copy settles. */
+/* The pushout of c landed (failed: it did not): its bytes leave the bounce block for the
+ * host memory, coherence learns it, the copy settles. A failed one leaves the host memory
+ * untouched. */
 static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
 {
     convoy_data_t *d = c->data;
+    if (c->bounce != NULL) {
+        if (!failed)
+            memcpy(d->host, c->bounce, d->bytes);
+        c->bounce = NULL;
+    }
     c->out_failed = failed;
     if (!failed && convoy__coh_landed_home(d, c->out_version, p->dev->index))
         convoy__coh_note_host(d, c->out_version);
@@ -39,6 +46,7 @@ static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
         b->copies[i]->out_ev = NULL;
         landed(p, b->copies[i], failed);
     }
+    convoy__bounce_put(p, b->bounce, 0);
     convoy__pev_put(p, b->ev);
     free(b);
 }
@@ -66,6 +74,7 @@ void convoy__outbound_drop(convoy__pipe_t *p)
         p->outbound = b->next;
         retire(p, b, !convoy__pev_poll(p, b->ev) || b->ev->failed);
     }
+    convoy__bounce_drop(p);
 }
 
 /*
@@ -109,8 +118,9 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
     for (int k = 0; k < s.plan.nsubs && count != NULL && batch != NULL; k++)
         if (count[k] > 0 && (batch[k] = malloc(sizeof(**batch) +
                                                (size_t)count[k] * sizeof(convoy__devcopy_t *)))) {
-            *batch[k] = (convoy__outbatch_t){.ev = s.subs[k]};
+            *batch[k] = (convoy__outbatch_t){.ev = s.subs[k], .bounce = s.bounce[k]};
             s.subs[k]->refs++;
+            s.bounce[k] = NULL;
         }
     for (int i = 0; i < n; i++) {
         convoy__devcopy_t *c = copies[i];
@@ -118,6 +128,7 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         if (s.failed[i] == 2)
             convoy__devmem_pin(&p->mem, c); /* it may still be read: never reuse it */
         c->out_version = c->version;
+        c->bounce = s.failed[i] ? NULL : s.bounced[i];
         convoy__pev_t *ev = s.failed[i] ? NULL : s.subs[s.sub_of[i]];
         if (ev != NULL && (batch == NULL || batch[s.sub_of[i]] == NULL)) {
             /* No memory to track it: wait for it here rather than lose it. */
@@ -141,6 +152,17 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         }
     free(count);
     free(batch);
+    /* Blocks no batch took: their copies landed above (waited for, or synchronised) or
+     * were never enqueued, unless one may still run. */
+    for (int k = 0; k < s.plan.nsubs; k++) {
+        if (s.bounce[k] == NULL)
+            continue;
+        const convoy__submission_t *sub = &s.plan.subs[k];
+        int unknown = 0;
+        for (int j = 0; j < sub->count; j++)
+            unknown |= s.failed[s.copies[sub->first + j].tag] == 2;
+        convoy__bounce_put(p, s.bounce[k], unknown);
+    }
     for (int k = 0; k < s.plan.nsubs; k++)
         convoy__pev_put(p, s.subs[k]);
     convoy__stage_free(&s);

@@ -330,8 +330,19 @@ static convoy_status_t sim_memcpy(convoy__device_t *d, convoy__stream_t *stream,
                       NULL);
 }
 
-/* See device.h. auto (method < 0) is engine for n > 1 and loop for one copy; sm is not
- * offered. *submitted_p is also set on success (n) and on validation errors (0). */
+/* 1 when a copy is device-to-host into memory not flagged pinned. */
+static int has_pageable_d2h(const convoy__copy_t *copies, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (copies[i].dir == CONVOY__D2H && !(copies[i].flags & CONVOY__COPY_HOST_PINNED))
+            return 1;
+    return 0;
+}
+
+/* See device.h. auto (method < 0) is engine for n > 1 and loop for one copy, and loop
+ * when a copy goes device-to-host into pageable memory, as the CUDA device chooses
+ * (PHYSICS.md s2: batching those is 2.5-4x slower); sm is not offered. *submitted_p is
+ * also set on success (n) and on validation errors (0). */
 static convoy_status_t sim_memcpy_multi(convoy__device_t *d, convoy__stream_t *stream,
                                         const convoy__copy_t *copies, int n, int method,
                                         int *submitted_p, int *method_p)
@@ -345,7 +356,8 @@ static convoy_status_t sim_memcpy_multi(convoy__device_t *d, convoy__stream_t *s
     if (st != CONVOY_SUCCESS)
         return st;
     if (method < 0)
-        method = n > 1 ? CONVOY__METHOD_ENGINE : CONVOY__METHOD_LOOP;
+        method =
+            n > 1 && !has_pageable_d2h(copies, n) ? CONVOY__METHOD_ENGINE : CONVOY__METHOD_LOOP;
     else if (method >= CONVOY__METHOD_COUNT || !(d->methods & (1u << method)))
         return convoy__error(d->ctx, CONVOY_ERR_INVALID,
                              "%s: memcpy_multi: method %d (%s) is not offered; the sim device "
