@@ -69,6 +69,9 @@ static void bounce_setup(convoy__pipe_t *p)
     if (p->bounce_mode == BOUNCE_AUTO && p->ctx->host_mem == NULL)
         p->bounce_mode = BOUNCE_OFF;
     p->bounce_ready = 1;
+    int threads = (int)convoy__param_int(&p->ctx->params, "pageable_bounce_threads");
+    if (p->bounce_mode != BOUNCE_OFF && threads > 0)
+        p->gang = convoy__gang_new(threads, p->dev->name);
     convoy__log_debug("%s: pageable bounce %s (copies up to %zu bytes, %zu bytes at once)",
                       p->dev->name, mode, p->bounce_max, p->bounce_limit);
 }
@@ -115,6 +118,26 @@ void convoy__bounce_drop(convoy__pipe_t *p)
         p->bounces = b->next;
         convoy__bounce_put(p, b, 0);
     }
+    convoy__gang_free(p->gang);
+    p->gang = NULL;
+    free(p->spans);
+    p->spans = NULL;
+    p->spans_cap = 0;
+}
+
+int convoy__bounce_spans(convoy__pipe_t *p, int n)
+{
+    if (n <= p->spans_cap)
+        return 0;
+    int cap = p->spans_cap ? p->spans_cap : 512;
+    while (cap < n)
+        cap *= 2;
+    convoy__span_t *s = realloc(p->spans, (size_t)cap * sizeof(*s));
+    if (s == NULL)
+        return -1;
+    p->spans = s;
+    p->spans_cap = cap;
+    return 0;
 }
 
 static size_t bounce_round(size_t bytes)
@@ -152,7 +175,7 @@ static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k
         if (p->bounce_bytes + total > p->bounce_limit)
             return NULL;
     }
-    convoy__bounce_t *b = malloc(sizeof(*b));
+    convoy__bounce_t *b = convoy__bounce_spans(p, sub->count) == 0 ? malloc(sizeof(*b)) : NULL;
     void *block = b != NULL ? convoy_host_alloc(p->ctx, total) : NULL;
     if (block == NULL) {
         convoy__log_debug("%s: no pinned bounce block of %zu bytes (%s); copying straight",
@@ -164,12 +187,13 @@ static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k
     p->bounce_bytes += total;
     uint8_t pinned = convoy__host_is_pinned(p->ctx, block, total) ? CONVOY__COPY_HOST_PINNED : 0;
     char *at = block;
+    int nspans = 0;
     for (int j = 0; j < sub->count; j++) {
         convoy__copy_t *c = &cp[j];
         if (!bounce_eligible(p, c, stage_kind))
             continue;
         if (stage_kind == CONVOY__STAGE_IN) {
-            memcpy(at, c->src, c->bytes);
+            p->spans[nspans++] = (convoy__span_t){.dst = at, .src = c->src, .bytes = c->bytes};
             c->src = at;
         } else {
             s->bounced[c->tag] = at;
@@ -178,6 +202,7 @@ static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k
         c->flags |= pinned;
         at += bounce_round(c->bytes);
     }
+    convoy__gang_copy(p->gang, p->spans, nspans, CONVOY__BOUNCE_GANG_MIN);
     return b;
 }
 

@@ -10,6 +10,7 @@ noinst_HEADERS += \
 	device/devpool.h \
 	device/hostslab.h \
 	device/copyargs.h \
+	device/memcpy_gang.h \
 	device/host/host.h \
 	device/sim/sim.h
 
@@ -28,6 +29,7 @@ libconvoy_internal_la_SOURCES += \
 	device/pipeline.c \
 	device/ring.c \
 	device/copies.c \
+	device/memcpy_gang.c \
 	device/launch.c \
 	device/pushout.c \
 	device/devmem.c \

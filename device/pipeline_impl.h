@@ -11,6 +11,7 @@
 #define CONVOY_PIPELINE_IMPL_H
 
 #include "device/devmem.h"
+#include "device/memcpy_gang.h"
 #include "device/pipeline.h"
 
 #define CONVOY__NEXEC 4       /* execute streams, used in turn by launches */
@@ -141,6 +142,9 @@ typedef struct convoy__pipe {
     size_t bounce_limit;       /* pageable_bounce_limit: bytes of blocks held at once */
     size_t bounce_bytes;       /* bytes of blocks held now */
     convoy__bounce_t *bounces; /* stage-in blocks until their copies have landed */
+    convoy__gang_t *gang;      /* pageable_bounce_threads helpers (NULL: none) */
+    convoy__span_t *spans;     /* one job's memcpys, reused */
+    int spans_cap;
     uint64_t poll_ns;
     convoy__task_t *popped[CONVOY__RING_CAP];
 } convoy__pipe_t;
@@ -185,8 +189,13 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
 /* The pinned bounce (copies.c). Free a block, or keep it for good when its copies may
  * still run (leak); NULL is ignored. */
 void convoy__bounce_put(convoy__pipe_t *p, convoy__bounce_t *b, int leak);
-/* At destroy, nothing running any more: free every block held. */
+/* At destroy, nothing running any more: free every block held, stop the helpers. */
 void convoy__bounce_drop(convoy__pipe_t *p);
+/* Room for n spans in p->spans; 0, or -1 when out of host memory. */
+int convoy__bounce_spans(convoy__pipe_t *p, int n);
+/* Jobs of fewer bytes are copied by the progress thread alone: waking helpers costs
+ * microseconds, which 256 KiB of memcpy (tens of us) hides. */
+#define CONVOY__BOUNCE_GANG_MIN ((size_t)256 << 10)
 
 /* Rings (ring.c). */
 /* A ring of kind for tasks, no member set up; NULL when out of host memory (the tasks

@@ -39,9 +39,22 @@ static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
     convoy__devmem_settle(&p->mem, c); /* may free c */
 }
 
-/* Retire a batch whose submission is over (failed: it did not land) and free it. */
+/* Retire a batch whose submission is over (failed: it did not land) and free it. A
+ * bounced batch that landed is copied home first in one job, shared with the memcpy
+ * helpers when large; landed() then finds nothing left to copy. */
 static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
 {
+    if (!failed && b->bounce != NULL && convoy__bounce_spans(p, b->n) == 0) {
+        int n = 0;
+        for (int i = 0; i < b->n; i++) {
+            convoy__devcopy_t *c = b->copies[i];
+            if (c->bounce != NULL)
+                p->spans[n++] = (convoy__span_t){
+                    .dst = c->data->host, .src = c->bounce, .bytes = c->data->bytes};
+            c->bounce = NULL;
+        }
+        convoy__gang_copy(p->gang, p->spans, n, CONVOY__BOUNCE_GANG_MIN);
+    }
     for (int i = 0; i < b->n; i++) {
         b->copies[i]->out_ev = NULL;
         landed(p, b->copies[i], failed);

@@ -141,6 +141,13 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 1099511627776.0,
      .doc = "bytes of pinned bounce blocks a device holds at once; a submission that would "
             "pass it goes straight"},
+    {.name = "pageable_bounce_threads",
+     .type = CONVOY__PARAM_INT,
+     .def = "3",
+     .min = 0,
+     .max = 64,
+     .doc = "helper threads per accelerator that share the bounce's memcpy of a submission "
+            "(256 KiB or more) with its progress thread; 0: the progress thread alone"},
     {.name = "max_inflight",
      .type = CONVOY__PARAM_INT,
      .def = "1024",
