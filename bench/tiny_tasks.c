@@ -4,9 +4,13 @@
  * host; results are read back on the host and verified. Scheduler and devices come from
  * the usual parameters (--convoy-sched=batch, CONVOY_DEVICES=sim, ...).
  *
+ * --host-memory pinned (convoy_host_alloc, the default) or malloc (pageable memory the
+ * program allocates itself, which convoy copies through its pinned bounce: doc/cuda.md).
+ *
  * Last line: tiny_tasks sched=S device=D tasks=N flow_bytes=B inputs=I outputs=O
- * batch_chore=on|off seconds=T tasks_per_s=R h2d_submissions=.. h2d_copies=..
- * d2h_submissions=.. d2h_copies=.. launches=.. verified=yes|no
+ * host_memory=pinned|malloc batch_chore=on|off seconds=T tasks_per_s=R h2d_submissions=..
+ * h2d_copies=.. d2h_submissions=.. d2h_copies=.. launches=.. verified=yes|no
+ *
  * It exits 1 when results do not verify, 2 on bad options.
  */
 #include "config.h"
@@ -70,6 +74,7 @@ static float expected(int t, int inputs, size_t i)
 typedef struct run {
     int tasks, inputs, outputs;
     size_t flow_bytes;
+    int pageable; /* buffers from malloc rather than convoy_host_alloc */
     float **buf;
     convoy_data_t **data;
 } run_t;
@@ -86,7 +91,7 @@ static int run_setup(convoy_context_t *ctx, run_t *r)
     for (int t = 0; t < r->tasks; t++) {
         for (int k = 0; k < nf; k++) {
             size_t j = (size_t)t * (size_t)nf + (size_t)k;
-            r->buf[j] = convoy_host_alloc(ctx, r->flow_bytes);
+            r->buf[j] = r->pageable ? malloc(r->flow_bytes) : convoy_host_alloc(ctx, r->flow_bytes);
             if (r->buf[j] == NULL)
                 return -1;
             for (size_t i = 0; i < n; i++)
@@ -134,7 +139,10 @@ static void run_free(convoy_context_t *ctx, run_t *r)
     size_t nd = (size_t)r->tasks * (size_t)(r->inputs + r->outputs);
     for (size_t j = 0; j < nd && r->data != NULL; j++) {
         convoy_data_free(r->data[j]);
-        convoy_host_free(ctx, r->buf[j]);
+        if (r->pageable)
+            free(r->buf[j]);
+        else
+            convoy_host_free(ctx, r->buf[j]);
     }
     free(r->data);
     free(r->buf);
@@ -144,7 +152,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: %s [--tasks N] [--flow-bytes B] [--inputs I] [--outputs O]\n"
-            "          [--batch-chore on|off] [--baselines] [--convoy-NAME=VALUE ...]\n",
+            "          [--batch-chore on|off] [--host-memory pinned|malloc] [--baselines]\n"
+            "          [--convoy-NAME=VALUE ...]\n",
             prog);
     exit(2);
 }
@@ -166,7 +175,13 @@ int main(int argc, char **argv)
             r.outputs = (int)bench_long(prog, "--outputs", v, 1, CONVOY_MAX_FLOWS - 1);
         else if ((v = bench_opt(argc, argv, &i, "--batch-chore")))
             batch_chore = strcmp(v, "off") != 0;
-        else if (strcmp(argv[i], "--baselines") == 0)
+        else if ((v = bench_opt(argc, argv, &i, "--host-memory"))) {
+            if (strcmp(v, "pinned") != 0 && strcmp(v, "malloc") != 0) {
+                fprintf(stderr, "%s: --host-memory '%s': expected pinned or malloc\n", prog, v);
+                return 2;
+            }
+            r.pageable = strcmp(v, "malloc") == 0;
+        } else if (strcmp(argv[i], "--baselines") == 0)
             baselines = 1;
         else
             usage();
@@ -241,10 +256,11 @@ int main(int argc, char **argv)
             printf("raw_cuda baselines skipped: no CUDA device in use\n");
     }
     printf("tiny_tasks sched=%s device=%s tasks=%d flow_bytes=%zu inputs=%d outputs=%d "
-           "batch_chore=%s seconds=%.6f tasks_per_s=%.0f h2d_submissions=%llu h2d_copies=%llu "
+           "host_memory=%s batch_chore=%s seconds=%.6f tasks_per_s=%.0f h2d_submissions=%llu "
+           "h2d_copies=%llu "
            "d2h_submissions=%llu d2h_copies=%llu launches=%llu verified=%s\n",
            convoy_sched_name(ctx), bench_device(ctx), r.tasks, r.flow_bytes, r.inputs, r.outputs,
-           batch_chore ? "on" : "off", secs, r.tasks / secs,
+           r.pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs, r.tasks / secs,
            (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
            (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
            (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),

@@ -1,6 +1,16 @@
 /*
  * One stage's copies: planned by the scheduler, issued as bounded submissions, each with
  * an event (DESIGN.md, "memcpy_multi: the contract").
+ *
+ * The pinned bounce (doc/cuda.md, "Pageable host memory"): the pageable host sides of a
+ * submission (memory not from convoy_host_alloc) move into one pinned block from
+ * convoy_host_alloc, so that the submission takes the device's fast pinned path (the SM
+ * kernel, or one batched call) instead of one copy call per flow. Stage-in copies the
+ * program's bytes into the block on the progress thread before the submission; the block
+ * is freed once the submission's event says the device has read it. Pushouts land in the
+ * block; the bytes go to the program's memory when the submission is seen landed
+ * (pushout.c, landed), before coherence learns it, and never when it failed: the host
+ * copy stays untouched and the device copy the newest version.
  */
 #include "config.h"
 
@@ -17,6 +27,8 @@ void convoy__stage_free(convoy__stage_t *s)
     free(s->sub_of);
     free(s->failed);
     free(s->subs);
+    free(s->bounce);
+    free(s->bounced);
     memset(s, 0, sizeof(*s));
 }
 
@@ -29,11 +41,194 @@ int convoy__stage_alloc(convoy__stage_t *s, int cap)
     s->sub_of = malloc(c * sizeof(int));
     s->failed = calloc(c, 1);
     s->subs = calloc(c, sizeof(*s->subs));
-    if (!s->copies || !s->plan.subs || !s->sub_of || !s->failed || !s->subs) {
+    s->bounce = calloc(c, sizeof(*s->bounce));
+    s->bounced = calloc(c, sizeof(*s->bounced));
+    if (!s->copies || !s->plan.subs || !s->sub_of || !s->failed || !s->subs || !s->bounce ||
+        !s->bounced) {
         convoy__stage_free(s);
         return -1;
     }
     return 0;
+}
+
+/* ---- the pinned bounce ------------------------------------------------------------ */
+
+enum { BOUNCE_OFF = 0, BOUNCE_ON, BOUNCE_AUTO };
+
+#define BOUNCE_ALIGN 64 /* each copy's place in a block starts on a cache line */
+
+static void bounce_setup(convoy__pipe_t *p)
+{
+    const char *mode = convoy__param_str(&p->ctx->params, "pageable_bounce");
+    p->bounce_mode = strcmp(mode, "on") == 0    ? BOUNCE_ON
+                     : strcmp(mode, "off") == 0 ? BOUNCE_OFF
+                                                : BOUNCE_AUTO;
+    p->bounce_max = (size_t)convoy__param_int(&p->ctx->params, "pageable_bounce_max");
+    p->bounce_limit = (size_t)convoy__param_int(&p->ctx->params, "pageable_bounce_limit");
+    /* Without pinned memory a bounce is only one more copy: auto leaves it off. */
+    if (p->bounce_mode == BOUNCE_AUTO && p->ctx->host_mem == NULL)
+        p->bounce_mode = BOUNCE_OFF;
+    p->bounce_ready = 1;
+    int threads = (int)convoy__param_int(&p->ctx->params, "pageable_bounce_threads");
+    if (p->bounce_mode != BOUNCE_OFF && threads > 0)
+        p->gang = convoy__gang_new(threads, p->dev->name);
+    convoy__log_debug("%s: pageable bounce %s (copies up to %zu bytes, %zu bytes at once)",
+                      p->dev->name, mode, p->bounce_max, p->bounce_limit);
+}
+
+void convoy__bounce_put(convoy__pipe_t *p, convoy__bounce_t *b, int leak)
+{
+    if (b == NULL)
+        return;
+    if (leak) {
+        convoy__log_warn("%s: a pinned bounce block of %zu bytes may still be used by copies "
+                         "that cannot be proven over; kept until the device closes",
+                         p->dev->name, b->bytes);
+        convoy__pev_put(p, b->ev);
+        b->ev = NULL;
+        b->leak = 1;
+        b->next = p->bounces;
+        p->bounces = b;
+        return;
+    }
+    convoy__pev_put(p, b->ev);
+    convoy_host_free(p->ctx, b->block);
+    p->bounce_bytes -= b->bytes;
+    free(b);
+}
+
+/* Free the stage-in blocks whose submissions are over. */
+static void bounce_reap(convoy__pipe_t *p)
+{
+    for (convoy__bounce_t **bp = &p->bounces; *bp != NULL;) {
+        convoy__bounce_t *b = *bp;
+        if (b->leak || !convoy__pev_poll(p, b->ev)) {
+            bp = &b->next;
+            continue;
+        }
+        *bp = b->next;
+        convoy__bounce_put(p, b, 0);
+    }
+}
+
+void convoy__bounce_drop(convoy__pipe_t *p)
+{
+    while (p->bounces != NULL) {
+        convoy__bounce_t *b = p->bounces;
+        p->bounces = b->next;
+        convoy__bounce_put(p, b, 0);
+    }
+    convoy__gang_free(p->gang);
+    p->gang = NULL;
+    free(p->spans);
+    p->spans = NULL;
+    p->spans_cap = 0;
+}
+
+int convoy__bounce_spans(convoy__pipe_t *p, int n)
+{
+    if (n <= p->spans_cap)
+        return 0;
+    int cap = p->spans_cap ? p->spans_cap : 512;
+    while (cap < n)
+        cap *= 2;
+    convoy__span_t *s = realloc(p->spans, (size_t)cap * sizeof(*s));
+    if (s == NULL)
+        return -1;
+    p->spans = s;
+    p->spans_cap = cap;
+    return 0;
+}
+
+static size_t bounce_round(size_t bytes)
+{
+    return (bytes + BOUNCE_ALIGN - 1) & ~(size_t)(BOUNCE_ALIGN - 1);
+}
+
+/* Whether c goes through the bounce in a stage of stage_kind: a host side that is not
+ * pinned, in the stage's direction, and (auto) no larger than pageable_bounce_max. */
+static int bounce_eligible(const convoy__pipe_t *p, const convoy__copy_t *c, int stage_kind)
+{
+    int dir = stage_kind == CONVOY__STAGE_IN ? CONVOY__H2D : CONVOY__D2H;
+    return c->dir == dir && !(c->flags & CONVOY__COPY_HOST_PINNED) &&
+           (p->bounce_mode == BOUNCE_ON || c->bytes <= p->bounce_max);
+}
+
+/*
+ * Move the eligible host sides of submission k into one block: stage-in copies the
+ * program's bytes there now and reads from it; pushouts land in it (s->bounced by tag).
+ * The block, or NULL when nothing is eligible, the block would pass pageable_bounce_limit,
+ * or no memory is left: the copies then go straight, as without the bounce.
+ */
+static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k, int stage_kind)
+{
+    const convoy__submission_t *sub = &s->plan.subs[k];
+    convoy__copy_t *cp = s->copies + sub->first;
+    size_t total = 0;
+    for (int j = 0; j < sub->count; j++)
+        if (bounce_eligible(p, &cp[j], stage_kind))
+            total += bounce_round(cp[j].bytes);
+    if (total == 0)
+        return NULL;
+    if (p->bounce_bytes + total > p->bounce_limit) {
+        bounce_reap(p);
+        if (p->bounce_bytes + total > p->bounce_limit)
+            return NULL;
+    }
+    convoy__bounce_t *b = convoy__bounce_spans(p, sub->count) == 0 ? malloc(sizeof(*b)) : NULL;
+    void *block = b != NULL ? convoy_host_alloc(p->ctx, total) : NULL;
+    if (block == NULL) {
+        convoy__log_debug("%s: no pinned bounce block of %zu bytes (%s); copying straight",
+                          p->dev->name, total, b != NULL ? convoy_last_error(NULL) : "no memory");
+        free(b);
+        return NULL;
+    }
+    *b = (convoy__bounce_t){.block = block, .bytes = total};
+    p->bounce_bytes += total;
+    uint8_t pinned = convoy__host_is_pinned(p->ctx, block, total) ? CONVOY__COPY_HOST_PINNED : 0;
+    char *at = block;
+    int nspans = 0;
+    for (int j = 0; j < sub->count; j++) {
+        convoy__copy_t *c = &cp[j];
+        if (!bounce_eligible(p, c, stage_kind))
+            continue;
+        if (stage_kind == CONVOY__STAGE_IN) {
+            p->spans[nspans++] = (convoy__span_t){.dst = at, .src = c->src, .bytes = c->bytes};
+            c->src = at;
+        } else {
+            s->bounced[c->tag] = at;
+            c->dst = at;
+        }
+        c->flags |= pinned;
+        at += bounce_round(c->bytes);
+    }
+    convoy__gang_copy(p->gang, p->spans, nspans, CONVOY__BOUNCE_GANG_MIN);
+    return b;
+}
+
+/* After submission k was issued: a stage-in block is held until its event says the
+ * device has read it; a pushout's goes to the caller (s->bounce). */
+static void bounce_issued(convoy__pipe_t *p, convoy__stage_t *s, int k, int stage_kind,
+                          convoy__bounce_t *b)
+{
+    if (b == NULL)
+        return;
+    if (stage_kind != CONVOY__STAGE_IN) {
+        s->bounce[k] = b;
+        return;
+    }
+    const convoy__submission_t *sub = &s->plan.subs[k];
+    int unknown = 0;
+    for (int j = 0; j < sub->count; j++)
+        unknown |= s->failed[s->copies[sub->first + j].tag] == 2;
+    if (unknown || s->subs[k] == NULL) { /* may still run, or over (synchronised, failed) */
+        convoy__bounce_put(p, b, unknown);
+        return;
+    }
+    b->ev = s->subs[k];
+    b->ev->refs++;
+    b->next = p->bounces;
+    p->bounces = b;
 }
 
 /* Count one submission's copies by direction. */
@@ -81,8 +276,14 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
     convoy__device_t *dev = p->dev;
     convoy_context_t *ctx = p->ctx;
     ctx->sched->plan(ctx->sched_state, dev, s->copies, s->n, &s->plan);
+    if (!p->bounce_ready)
+        bounce_setup(p);
+    if (p->bounces != NULL)
+        bounce_reap(p);
     for (int k = 0; k < s->plan.nsubs; k++) {
         const convoy__submission_t *sub = &s->plan.subs[k];
+        convoy__bounce_t *bounce =
+            p->bounce_mode != BOUNCE_OFF ? bounce_sub(p, s, k, stage_kind) : NULL;
         const convoy__copy_t *cp = s->copies + sub->first;
         convoy__stream_t *stream = sub->split ? large : small;
         int submitted = 0, method = CONVOY__METHOD_LOOP;
@@ -118,6 +319,7 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
         s->subs[k] = ev;
         for (int j = 0; j < sub->count; j++)
             s->sub_of[cp[j].tag] = k;
+        bounce_issued(p, s, k, stage_kind, bounce);
         count(ctx, stage_kind, sub, cp);
         if (ev != NULL && ctx->trace != NULL) {
             ev->traced = 1;

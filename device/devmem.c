@@ -274,7 +274,7 @@ void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *c)
     }
 }
 
-void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
+void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c, int keep_version)
 {
     if (c->pinned) { /* already kept: one hold is enough */
         return;
@@ -282,7 +282,8 @@ void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *c)
     c->pinned = 1;
     if (c->users++ == 0 && !c->evicting)
         lru_remove(dm, c);
-    c->version = CONVOY__NO_VERSION;
+    if (!keep_version)
+        c->version = CONVOY__NO_VERSION;
     c->lru_prev = NULL;
     c->lru_next = dm->pinned;
     dm->pinned = c;

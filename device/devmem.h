@@ -33,6 +33,9 @@ typedef struct convoy__devcopy {
     struct convoy__pev *out_ev;  /* a pushout of it home in flight (flush or eviction); the
                                     pipeline's outbound batch holds the reference */
     uint64_t out_version;        /* the version that pushout carries */
+    void *bounce;                /* that pushout lands in this pinned block first: copied
+                                    into the host memory when it lands, before coherence
+                                    learns it (copies.c) */
     int out_failed;              /* the last pushout home failed (the copy stays dirty) */
     int evicting;                /* freed when its pushout lands, unless in use again */
     int evict_failures;          /* eviction pushouts of it that failed */
@@ -99,14 +102,17 @@ void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *copy, void 
  * want: they leave the LRU marked evicting, for the caller to push home. Copies whose
  * eviction failed `limit` times are left. Returns how many.
  */
-int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
-                              convoy__devcopy_t **out, int max);
+int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit, convoy__devcopy_t **out,
+                              int max);
 /* A pushout of c has landed (or failed): free it when evicting and unused, else back to
  * the LRU when unused. */
 void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *copy);
 /* Keep a copy out of use for good: a transfer into or out of it may still be running
- * with no way to tell when it ends, so its memory must never be reused. */
-void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *copy);
+ * with no way to tell when it ends, so its memory must never be reused. keep_version:
+ * only a copy out of it may be running (a pushout reads it, nothing writes it), so its
+ * bytes stay its version, which a later flush may push home again; else its bytes are
+ * unknown. */
+void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *copy, int keep_version);
 /* Free data's copy (no user, nothing in flight). */
 void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data);
 

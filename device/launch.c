@@ -99,7 +99,7 @@ static void prove_over(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
         convoy__member_t *m = &r->m[r->order[g->first + i]];
         convoy__member_fail(m, MEMBER_FAIL_LAUNCH, 0);
         for (int f = 0; f < m->ncopies; f++)
-            convoy__devmem_pin(&p->mem, m->copy[f]);
+            convoy__devmem_pin(&p->mem, m->copy[f], 0);
     }
     r->leak = 1;
 }

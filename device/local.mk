@@ -10,6 +10,7 @@ noinst_HEADERS += \
 	device/devpool.h \
 	device/hostslab.h \
 	device/copyargs.h \
+	device/memcpy_gang.h \
 	device/host/host.h \
 	device/sim/sim.h
 
@@ -28,12 +29,14 @@ libconvoy_internal_la_SOURCES += \
 	device/pipeline.c \
 	device/ring.c \
 	device/copies.c \
+	device/memcpy_gang.c \
 	device/launch.c \
 	device/pushout.c \
 	device/devmem.c \
 	$(convoy_gpu_common) \
 	device/host/device_host.c \
 	device/sim/device_sim.c \
+	device/sim/sim_hostmem.c \
 	device/sim/sim_stream.c
 
 # The GPU components. cuda_params.c and hip_params.c (the parameter tables, no vendor

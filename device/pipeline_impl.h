@@ -11,6 +11,7 @@
 #define CONVOY_PIPELINE_IMPL_H
 
 #include "device/devmem.h"
+#include "device/memcpy_gang.h"
 #include "device/pipeline.h"
 
 #define CONVOY__NEXEC 4       /* execute streams, used in turn by launches */
@@ -99,9 +100,19 @@ typedef struct convoy__ring {
     struct convoy__ring *next;
 } convoy__ring_t;
 
+/* A pinned block that carries one submission's pageable host sides (copies.c). */
+typedef struct convoy__bounce {
+    void *block;                 /* from convoy_host_alloc */
+    size_t bytes;                /* its size, counted in the pipe's bounce_bytes */
+    convoy__pev_t *ev;           /* stage-in: one reference, until the copies read the block */
+    int leak;                    /* its copies may still run, unknown: kept until destroy */
+    struct convoy__bounce *next; /* the pipe's stage-in blocks in flight */
+} convoy__bounce_t;
+
 /* Copies home that one submission carries, until its event is seen complete. */
 typedef struct convoy__outbatch {
-    convoy__pev_t *ev; /* one reference */
+    convoy__pev_t *ev;        /* one reference */
+    convoy__bounce_t *bounce; /* the block the copies land in first, freed at retire */
     int n;
     struct convoy__outbatch *next;
     convoy__devcopy_t *copies[];
@@ -150,13 +161,22 @@ typedef struct convoy__pipe {
     convoy__ring_t *rings; /* in flight, oldest first */
     convoy__ring_t *kept;  /* rings a launch may still use: freed once the streams are gone */
     int nrings;
-    int64_t max_inflight;        /* tasks */
-    convoy__task_t *deferred;    /* waiting for device memory, oldest first */
+    int64_t max_inflight;         /* tasks */
+    convoy__task_t *deferred;     /* waiting for device memory, oldest first */
     convoy__outbatch_t *outbound; /* pushouts home in flight, by submission */
-    convoy__devcopy_t **eager;   /* final versions to push home now (a wait is pending), */
-    int neager, eager_cap;       /* each held with one user */
+    convoy__devcopy_t **eager;    /* final versions to push home now (a wait is pending), */
+    int neager, eager_cap;        /* each held with one user */
     convoy__pev_t *free_pevs;
-    int method; /* copy_method: -1 auto */
+    int method;                /* copy_method: -1 auto */
+    int bounce_mode;           /* pageable_bounce, once bounce_ready (copies.c) */
+    int bounce_ready;          /* the parameters were read (on first use) */
+    size_t bounce_max;         /* pageable_bounce_max: auto bounces copies up to this */
+    size_t bounce_limit;       /* pageable_bounce_limit: bytes of blocks held at once */
+    size_t bounce_bytes;       /* bytes of blocks held now */
+    convoy__bounce_t *bounces; /* stage-in blocks until their copies have landed */
+    convoy__gang_t *gang;      /* pageable_bounce_threads helpers (NULL: none) */
+    convoy__span_t *spans;     /* one job's memcpys, reused */
+    int spans_cap;
     uint64_t poll_ns;
     uint64_t spin_ns;      /* progress_spin_us */
     uint64_t idle_since;   /* when nothing last moved with work in flight (0: it moved) */
@@ -202,7 +222,11 @@ typedef struct convoy__stage {
     int *sub_of;  /* by tag: the submission that carries the copy */
     char *failed; /* by tag: 1 the copy could not be enqueued; 2 it may still run, unknown */
     convoy__pev_t **subs;
-    char msg[256]; /* the first failure */
+    convoy__bounce_t **bounce; /* pushouts, by submission: its block (NULL: none), which
+                                  the caller owns after convoy__stage_issue */
+    void **bounced;            /* pushouts, by tag: where in a block the copy lands (NULL:
+                                  straight into its host memory) */
+    char msg[256];             /* the first failure */
 } convoy__stage_t;
 
 int convoy__stage_alloc(convoy__stage_t *s, int cap);
@@ -210,6 +234,17 @@ void convoy__stage_free(convoy__stage_t *s);
 /* Plan and issue the stage's copies on small and large streams; see copies.c. */
 void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s, int stage_kind,
                          convoy__stream_t *small, convoy__stream_t *large);
+
+/* The pinned bounce (copies.c). Free a block, or keep it for good when its copies may
+ * still run (leak); NULL is ignored. */
+void convoy__bounce_put(convoy__pipe_t *p, convoy__bounce_t *b, int leak);
+/* At destroy, nothing running any more: free every block held, stop the helpers. */
+void convoy__bounce_drop(convoy__pipe_t *p);
+/* Room for n spans in p->spans; 0, or -1 when out of host memory. */
+int convoy__bounce_spans(convoy__pipe_t *p, int n);
+/* Jobs of fewer bytes are copied by the progress thread alone: waking helpers costs
+ * microseconds, which 256 KiB of memcpy (tens of us) hides. */
+#define CONVOY__BOUNCE_GANG_MIN ((size_t)256 << 10)
 
 /* Rings (ring.c). */
 /* A ring of kind for tasks, no member set up; NULL when out of host memory (the tasks

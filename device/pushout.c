@@ -20,10 +20,17 @@
 #include "device/pipeline_impl.h"
 #include "src/coherence.h"
 
-/* The pushout of c landed (failed: it did not): coherence learns it, the copy settles. */
+/* The pushout of c landed (failed: it did not): its bytes leave the bounce block for the
+ * host memory, coherence learns it, the copy settles. A failed one leaves the host memory
+ * untouched. */
 static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
 {
     convoy_data_t *d = c->data;
+    if (c->bounce != NULL) {
+        if (!failed)
+            memcpy(d->host, c->bounce, d->bytes);
+        c->bounce = NULL;
+    }
     c->out_failed = failed;
     if (!failed && convoy__coh_landed_home(d, c->out_version, p->dev->index))
         convoy__coh_note_host(d, c->out_version);
@@ -32,13 +39,27 @@ static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
     convoy__devmem_settle(&p->mem, c); /* may free c */
 }
 
-/* Retire a batch whose submission is over (failed: it did not land) and free it. */
+/* Retire a batch whose submission is over (failed: it did not land) and free it. A
+ * bounced batch that landed is copied home first in one job, shared with the memcpy
+ * helpers when large; landed() then finds nothing left to copy. */
 static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
 {
+    if (!failed && b->bounce != NULL && convoy__bounce_spans(p, b->n) == 0) {
+        int n = 0;
+        for (int i = 0; i < b->n; i++) {
+            convoy__devcopy_t *c = b->copies[i];
+            if (c->bounce != NULL)
+                p->spans[n++] = (convoy__span_t){
+                    .dst = c->data->host, .src = c->bounce, .bytes = c->data->bytes};
+            c->bounce = NULL;
+        }
+        convoy__gang_copy(p->gang, p->spans, n, CONVOY__BOUNCE_GANG_MIN);
+    }
     for (int i = 0; i < b->n; i++) {
         b->copies[i]->out_ev = NULL;
         landed(p, b->copies[i], failed);
     }
+    convoy__bounce_put(p, b->bounce, 0);
     convoy__pev_put(p, b->ev);
     free(b);
 }
@@ -66,6 +87,7 @@ void convoy__outbound_drop(convoy__pipe_t *p)
         p->outbound = b->next;
         retire(p, b, !convoy__pev_poll(p, b->ev) || b->ev->failed);
     }
+    convoy__bounce_drop(p);
 }
 
 /*
@@ -109,15 +131,17 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
     for (int k = 0; k < s.plan.nsubs && count != NULL && batch != NULL; k++)
         if (count[k] > 0 && (batch[k] = malloc(sizeof(**batch) +
                                                (size_t)count[k] * sizeof(convoy__devcopy_t *)))) {
-            *batch[k] = (convoy__outbatch_t){.ev = s.subs[k]};
+            *batch[k] = (convoy__outbatch_t){.ev = s.subs[k], .bounce = s.bounce[k]};
             s.subs[k]->refs++;
+            s.bounce[k] = NULL;
         }
     for (int i = 0; i < n; i++) {
         convoy__devcopy_t *c = copies[i];
         ok[i] = s.failed[i] == 0;
         if (s.failed[i] == 2)
-            convoy__devmem_pin(&p->mem, c); /* it may still be read: never reuse it */
+            convoy__devmem_pin(&p->mem, c, 1); /* it may still be read: never reuse it */
         c->out_version = c->version;
+        c->bounce = s.failed[i] ? NULL : s.bounced[i];
         convoy__pev_t *ev = s.failed[i] ? NULL : s.subs[s.sub_of[i]];
         if (ev != NULL && (batch == NULL || batch[s.sub_of[i]] == NULL)) {
             /* No memory to track it: wait for it here rather than lose it. */
@@ -141,6 +165,17 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         }
     free(count);
     free(batch);
+    /* Blocks no batch took: their copies landed above (waited for, or synchronised) or
+     * were never enqueued, unless one may still run. */
+    for (int k = 0; k < s.plan.nsubs; k++) {
+        if (s.bounce[k] == NULL)
+            continue;
+        const convoy__submission_t *sub = &s.plan.subs[k];
+        int unknown = 0;
+        for (int j = 0; j < sub->count; j++)
+            unknown |= s.failed[s.copies[sub->first + j].tag] == 2;
+        convoy__bounce_put(p, s.bounce[k], unknown);
+    }
     for (int k = 0; k < s.plan.nsubs; k++)
         convoy__pev_put(p, s.subs[k]);
     convoy__stage_free(&s);
@@ -206,12 +241,19 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     if (m->fail == MEMBER_OK && c != NULL && c->out_failed && convoy__coh_dirty_on(c->data) == p->dev->index)
         m->fail = MEMBER_FAIL_PUSHOUT;
     if (m->fail != MEMBER_OK) {
-        const convoy_data_t *d = c != NULL ? c->data : t->data[0];
-        snprintf(msg, sizeof(msg),
-                 "pushing datum %llu (%zu bytes) home from %s failed: %s; the device copy stays "
-                 "the newest version",
-                 (unsigned long long)d->id, d->bytes, p->dev->name,
-                 r->out_msg[0] ? r->out_msg : "an earlier pushout of it failed");
+        /* A flush-all has no flow: its failure names no datum. */
+        const convoy_data_t *d = c != NULL ? c->data : t->cls->nflows > 0 ? t->data[0] : NULL;
+        const char *why = r->out_msg[0] ? r->out_msg : "an earlier pushout of it failed";
+        if (d != NULL)
+            snprintf(msg, sizeof(msg),
+                     "pushing datum %llu (%zu bytes) home from %s failed: %s; the device copy "
+                     "stays the newest version",
+                     (unsigned long long)d->id, d->bytes, p->dev->name, why);
+        else
+            snprintf(msg, sizeof(msg),
+                     "pushing data home from %s failed: %s; the device copies stay the newest "
+                     "versions",
+                     p->dev->name, r->out_msg[0] ? r->out_msg : r->mem_msg[0] ? r->mem_msg : why);
     }
     if (c != NULL) {
         convoy__devmem_release(&p->mem, c);
@@ -236,7 +278,10 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
         unsigned flags = atomic_load(&c->data->flags);
         if ((flags & CONVOY_DATA_SCRATCH) || (!with_resident && (flags & CONVOY_DATA_RESIDENT)))
             continue;
-        if (c->out_ev == NULL && (c->pinned || !convoy__devmem_dirty(&p->mem, c)))
+        /* A pinned copy whose pushout could not be proven over still holds the newest
+         * version (only read since): pushed again, else it would be lost. */
+        if (c->out_ev == NULL &&
+            ((c->pinned && c->version == CONVOY__NO_VERSION) || !convoy__devmem_dirty(&p->mem, c)))
             continue;
         if (only_final && c->out_ev == NULL &&
             c->writer_id != atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire))

@@ -228,7 +228,7 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         if (s.failed[k]) {
             c->version = CONVOY__NO_VERSION;
             if (s.failed[k] == 2)
-                convoy__devmem_pin(&p->mem, c);
+                convoy__devmem_pin(&p->mem, c, 0);
             continue;
         }
         c->version = convoy__coh_version(c->data);
@@ -564,7 +564,12 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     }
     if (m->fail == MEMBER_OK && m->rc != 0)
         convoy__member_fail(m, MEMBER_FAIL_CHORE, 0);
-    if (device_error(r, m))
+    /* A copy whose stage-in failed when it ran holds garbage, whatever the group's last
+     * stage-in event says (a device may report an error at the next event only). */
+    int bad_arrival = 0;
+    for (int f = 0; f < m->ncopies; f++)
+        bad_arrival |= m->copy[f]->arrival != NULL && m->copy[f]->arrival->failed;
+    if (bad_arrival || device_error(r, m))
         convoy__member_fail(m, MEMBER_FAIL_DEVICE, 0);
     int ok = m->fail == MEMBER_OK;
     for (int f = 0; f < m->ncopies; f++) {
@@ -587,6 +592,8 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
         if (ok)
             convoy__coh_set_hint(d, p->dev->index);
         if (c->arrival != NULL) {
+            if (c->arrival->failed)
+                c->version = CONVOY__NO_VERSION; /* it never arrived: stage it in again */
             convoy__pev_put(p, c->arrival);
             c->arrival = NULL;
         }

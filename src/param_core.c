@@ -118,6 +118,36 @@ const convoy__param_def_t convoy__core_params[] = {
      .choices = "auto|engine|sm|loop",
      .doc = "how multi-copy submissions are carried: auto picks per submission (see "
             "doc/reference.md); engine, sm and loop force one where the device has it"},
+    {.name = "pageable_bounce",
+     .type = CONVOY__PARAM_CHOICE,
+     .def = "auto",
+     .choices = "auto|on|off",
+     .doc = "copies of pageable host memory (not from convoy_host_alloc) go through pinned "
+            "blocks, so that a submission takes the fast pinned path rather than one copy "
+            "call per flow: auto does it for copies up to pageable_bounce_max where the "
+            "device has pinned memory, on for every size, off never (doc/cuda.md)"},
+    {.name = "pageable_bounce_max",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "64K",
+     .min = 1,
+     .max = 1099511627776.0,
+     .doc = "auto bounces pageable copies up to this size; larger ones go straight (PHYSICS.md "
+            "s2: one call per 8 KiB pageable copy moves 1-2.5 GB/s against 45 pinned; "
+            "to be set by the bounce/direct crossover measured on the H200)"},
+    {.name = "pageable_bounce_limit",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "64M",
+     .min = 4096,
+     .max = 1099511627776.0,
+     .doc = "bytes of pinned bounce blocks a device holds at once; a submission that would "
+            "pass it goes straight"},
+    {.name = "pageable_bounce_threads",
+     .type = CONVOY__PARAM_INT,
+     .def = "3",
+     .min = 0,
+     .max = 64,
+     .doc = "helper threads per accelerator that share the bounce's memcpy of a submission "
+            "(256 KiB or more) with its progress thread; 0: the progress thread alone"},
     {.name = "max_inflight",
      .type = CONVOY__PARAM_INT,
      .def = "1024",

@@ -16,6 +16,7 @@ convoy_check_suites = \
 	tests/check_pipeline \
 	tests/check_coherence \
 	tests/check_batch \
+	tests/check_bounce \
 	tests/check_plan \
 	tests/check_gpumem \
 	tests/check_robust \
@@ -85,6 +86,10 @@ tests_check_pipeline_LDADD = $(convoy_check_ldadd)
 tests_check_coherence_SOURCES = tests/check_coherence.c $(convoy_check_util)
 tests_check_coherence_CFLAGS = $(convoy_check_cflags)
 tests_check_coherence_LDADD = $(convoy_check_ldadd)
+
+tests_check_bounce_SOURCES = tests/check_bounce.c $(convoy_check_util)
+tests_check_bounce_CFLAGS = $(convoy_check_cflags)
+tests_check_bounce_LDADD = $(convoy_check_ldadd)
 
 tests_check_batch_SOURCES = tests/check_batch.c $(convoy_check_util)
 tests_check_batch_CFLAGS = $(convoy_check_cflags)

@@ -51,6 +51,11 @@ const convoy__param_def_t convoy__sim_params[] = {
     {.name = "sim_bandwidth_gbs", .type = CONVOY__PARAM_DOUBLE, .def = "54", .min = 0.001,
      .max = 1e6,
      .doc = "link GB/s per direction, shared by a device's streams; PHYSICS.md s1: 54-55 GB/s"},
+    {.name = "sim_pageable_us", .type = CONVOY__PARAM_DOUBLE, .def = "2.0", .min = 0, .max = 1e6,
+     .doc = "us added per copy whose host side is not pinned (not convoy_host_alloc memory); "
+            "PHYSICS.md s2: 8 KiB pageable copies move 2.5-3.7 GB/s host-to-device, 0.2-1.0 "
+            "device-to-host, against 8-13 pinned and batched"},
+    CONVOY__HOSTSLAB_PARAM("sim_host_slab"),
     {.name = "sim_launch_us", .type = CONVOY__PARAM_DOUBLE, .def = "3.0", .min = 0, .max = 1e6,
      .doc = "us per launch, plus the chore's own run time; PHYSICS.md s4: per-launch cost"},
     {.name = "sim_fail_submission", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
@@ -76,6 +81,10 @@ const convoy__param_def_t convoy__sim_params[] = {
             "recorded) fails; 0: off"},
     {.name = "sim_delay_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0, .max = 1e9,
      .doc = "fault injection: us added to the completion of every copy submission"},
+    {.name = "sim_fail_async", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
+     .max = 2147483647.0,
+     .doc = "fault injection: the n-th copy submission is accepted but fails when it runs: "
+            "nothing is copied and the next event recorded on its stream reports it; 0: off"},
     {.name = "sim_fail_every", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
      .doc = "fault injection for stress tests: every k-th copy submission fails; 0: off"},
@@ -192,11 +201,22 @@ static convoy_status_t sim_check_stream(convoy__sim_dev_t *dev, const char *what
     return CONVOY_SUCCESS;
 }
 
-/* Modelled fixed cost of k copies by method (the bandwidth part is the stream's). */
-static uint64_t sim_overhead_ns(const convoy__sim_dev_t *dev, int method, int k)
+/* Host copies of copies[0..k) whose host side is not flagged pinned. */
+static int pageable_count(const convoy__copy_t *copies, int k)
+{
+    int n = 0;
+    for (int i = 0; i < k; i++)
+        n += copies[i].dir != CONVOY__D2D && !(copies[i].flags & CONVOY__COPY_HOST_PINNED);
+    return n;
+}
+
+/* Modelled fixed cost of copies[0..k) by method (the bandwidth part is the stream's). */
+static uint64_t sim_overhead_ns(const convoy__sim_dev_t *dev, int method,
+                                const convoy__copy_t *copies, int k)
 {
     double ns = method == CONVOY__METHOD_ENGINE ? dev->submit_ns + k * dev->copy_ns
                                                 : k * dev->single_copy_ns;
+    ns += pageable_count(copies, k) * dev->pageable_ns;
     ns += dev->delay_ns;
     return ns <= 0.0 ? 0 : (uint64_t)(ns + 0.5);
 }
@@ -278,7 +298,8 @@ static convoy_status_t sim_submit(convoy__sim_dev_t *dev, convoy__sim_stream_t *
     if (k > 0) {
         op->seq = seq;
         op->ncopies = k;
-        op->overhead_ns = sim_overhead_ns(dev, method, k);
+        op->overhead_ns = sim_overhead_ns(dev, method, copies, k);
+        op->fail_async = !failed && dev->fail_async > 0 && seq == (uint64_t)dev->fail_async;
         convoy__sim_enqueue_locked(s, op);
         op = NULL;
     }
@@ -309,8 +330,19 @@ static convoy_status_t sim_memcpy(convoy__device_t *d, convoy__stream_t *stream,
                       NULL);
 }
 
-/* See device.h. auto (method < 0) is engine for n > 1 and loop for one copy; sm is not
- * offered. *submitted_p is also set on success (n) and on validation errors (0). */
+/* 1 when a copy is device-to-host into memory not flagged pinned. */
+static int has_pageable_d2h(const convoy__copy_t *copies, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (copies[i].dir == CONVOY__D2H && !(copies[i].flags & CONVOY__COPY_HOST_PINNED))
+            return 1;
+    return 0;
+}
+
+/* See device.h. auto (method < 0) is engine for n > 1 and loop for one copy, and loop
+ * when a copy goes device-to-host into pageable memory, as the CUDA device chooses
+ * (PHYSICS.md s2: batching those is 2.5-4x slower); sm is not offered. *submitted_p is
+ * also set on success (n) and on validation errors (0). */
 static convoy_status_t sim_memcpy_multi(convoy__device_t *d, convoy__stream_t *stream,
                                         const convoy__copy_t *copies, int n, int method,
                                         int *submitted_p, int *method_p)
@@ -324,7 +356,8 @@ static convoy_status_t sim_memcpy_multi(convoy__device_t *d, convoy__stream_t *s
     if (st != CONVOY_SUCCESS)
         return st;
     if (method < 0)
-        method = n > 1 ? CONVOY__METHOD_ENGINE : CONVOY__METHOD_LOOP;
+        method =
+            n > 1 && !has_pageable_d2h(copies, n) ? CONVOY__METHOD_ENGINE : CONVOY__METHOD_LOOP;
     else if (method >= CONVOY__METHOD_COUNT || !(d->methods & (1u << method)))
         return convoy__error(d->ctx, CONVOY_ERR_INVALID,
                              "%s: memcpy_multi: method %d (%s) is not offered; the sim device "
@@ -423,6 +456,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->launch_ns = 1e3 * convoy__param_double(p, "sim_launch_us");
     dev->delay_ns = 1e3 * convoy__param_double(p, "sim_delay_us");
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
+    dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");
     dev->fail_submitted = convoy__param_int(p, "sim_fail_submitted");
     dev->fail_alloc = convoy__param_int(p, "sim_fail_alloc");
@@ -431,6 +465,14 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->fail_records = convoy__param_int(p, "sim_fail_records");
     dev->fail_sync = convoy__param_int(p, "sim_fail_sync");
     dev->fail_every = convoy__param_int(p, "sim_fail_every");
+    dev->fail_async = convoy__param_int(p, "sim_fail_async");
+
+    dev->hostmem = convoy__hostslab_attach(&convoy__sim_hostslab_ops, ctx,
+                                           (size_t)convoy__param_int(p, "sim_host_slab"));
+    if (dev->hostmem == NULL) {
+        free(dev);
+        return CONVOY_ERR_NOMEM;
+    }
 
     pthread_condattr_t attr;
     int rc = pthread_mutex_init(&dev->lock, NULL);
@@ -460,6 +502,7 @@ err_exec:
 err_lock:
     pthread_mutex_destroy(&dev->lock);
 err_free:
+    convoy__hostslab_detach(dev->hostmem);
     free(dev);
     return convoy__error(ctx, CONVOY_ERR_DEVICE, "sim%d: open: pthread initialisation returned %d",
                          local_index, rc);
@@ -490,6 +533,7 @@ static void sim_close(convoy__device_t *d)
     pthread_mutex_destroy(&dev->lock);
     free(dev->heap);
     free(dev->records);
+    convoy__hostslab_detach(dev->hostmem);
     free(dev);
 }
 
@@ -502,7 +546,7 @@ const convoy__device_component_t convoy__device_sim = {
     .query = sim_query,
     .open = sim_open,
     .close = sim_close,
-    .host_mem = NULL,
+    .host_mem = &convoy__sim_host_mem_ops,
 };
 
 /* ---- test hooks (sim.h) ----------------------------------------------------------- */

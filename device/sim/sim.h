@@ -67,6 +67,12 @@ void convoy__sim_get_counters(convoy__device_t *dev, convoy__sim_counters_t *out
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "device/hostslab.h"
+
+/* convoy_host_alloc's slabs on the sim (sim_hostmem.c). */
+extern const convoy__hostslab_ops_t convoy__sim_hostslab_ops;
+extern const convoy__host_mem_ops_t convoy__sim_host_mem_ops;
+
 typedef struct convoy__sim_dev convoy__sim_dev_t;
 typedef struct convoy__sim_stream convoy__sim_stream_t;
 typedef struct convoy__sim_event convoy__sim_event_t;
@@ -88,6 +94,7 @@ struct convoy__sim_op {
     uint64_t overhead_ns;       /* COPY: submission, per-copy and injected delay costs */
     uint64_t end_ns;            /* COPY: modelled end, when timed at enqueue */
     int timed;                  /* COPY: timed at enqueue (nothing of unknown length ahead) */
+    int fail_async;             /* COPY: accepted, but fails when run (sim_fail_async) */
     size_t dir_bytes[3];        /* COPY: payload per direction, for the link timelines */
     convoy__launch_fn fn;       /* LAUNCH */
     void *arg;                  /* LAUNCH */
@@ -104,10 +111,11 @@ struct convoy__sim_stream {
     convoy__sim_op_t *head, *tail; /* queue, under dev->lock */
     uint64_t vt;                   /* modelled end of the last op the thread executed */
     uint64_t tail_vt;              /* modelled end of the last op enqueued, if untimed 0 */
-    int untimed; /* queued launches, waits and the copies behind them: ends not yet known */
-    int id;      /* creation number on the device */
-    int closing; /* destroy asked: drain the queue, then exit */
-    uint64_t nenqueued, nexecuted; /* ops, for stream_sync */
+    int untimed;      /* queued launches, waits and the copies behind them: ends not yet known */
+    int id;           /* creation number on the device */
+    int closing;      /* destroy asked: drain the queue, then exit */
+    int fail_pending; /* a copy failed when run: the next record executed reports it */
+    uint64_t nenqueued, nexecuted;     /* ops, for stream_sync */
     convoy__sim_stream_t *prev, *next; /* dev->streams */
 };
 
@@ -116,6 +124,7 @@ struct convoy__sim_event {
     uint64_t exec_gen;                /* newest generation a stream has executed */
     uint64_t exec_at;                 /* modelled completion of generation exec_gen */
     _Atomic uint64_t done_at;         /* completion of generation gen; UINT64_MAX while queued */
+    atomic_int failed;                /* generation gen follows work that failed when run */
     int refs;                         /* the owner's, plus one per queued op naming it */
     convoy__sim_event_t *prev, *next; /* dev->events */
 };
@@ -127,9 +136,12 @@ struct convoy__sim_dev {
     /* Cost model and fault injection, read from the parameters at open. */
     double submit_ns, copy_ns, single_copy_ns, launch_ns, delay_ns;
     double ns_per_byte;
+    double pageable_ns;          /* added per copy whose host side is not pinned */
+    convoy__hostslab_t *hostmem; /* convoy_host_alloc's slabs, shared by the sim devices */
     int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
     int64_t fail_sync;                 /* the n-th stream_sync fails */
+    int64_t fail_async;                /* the n-th copy submission fails when run */
     uint64_t nsyncs;                   /* stream_sync calls so far (under lock) */
     uint64_t nevent_records;           /* event records so far (under lock) */
 

@@ -206,6 +206,10 @@ static void sim_run_copy(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy
         s->vt = convoy__sim_time_copy_locked(dev, s->vt, op);
         sim_untimed_done(s);
     }
+    if (op->fail_async) { /* as a GPU fault: nothing copied, the stream's next event says so */
+        s->fail_pending = 1;
+        return;
+    }
     pthread_mutex_unlock(&dev->lock);
     for (int i = 0; i < op->ncopies; i++)
         sim_copy_bytes(op->copies[i].dst, op->copies[i].src, op->copies[i].bytes);
@@ -237,8 +241,11 @@ static void sim_run_record(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, conv
         ev->exec_at = at;
     }
     /* A generation re-armed since this op was queued is not the one queries see. */
-    if (op->gen == ev->gen)
+    if (op->gen == ev->gen) {
+        atomic_store_explicit(&ev->failed, s->fail_pending, memory_order_relaxed);
         atomic_store_explicit(&ev->done_at, at, memory_order_release);
+    }
+    s->fail_pending = 0;
     sim_note_record_locked(dev, at);
     if (dev->exec_waiters > 0)
         pthread_cond_broadcast(&dev->exec_cond);
@@ -421,6 +428,7 @@ convoy_status_t convoy__sim_event_create(convoy__device_t *d, convoy__event_t **
         return CONVOY_ERR_NOMEM;
     ev->refs = 1;
     atomic_init(&ev->done_at, 0); /* never recorded: complete, as on CUDA */
+    atomic_init(&ev->failed, 0);
     pthread_mutex_lock(&dev->lock);
     ev->next = dev->events;
     if (dev->events)
@@ -456,6 +464,7 @@ static convoy_status_t sim_event_op(convoy__sim_dev_t *dev, convoy__sim_stream_t
     if (kind == CONVOY__SIM_OP_RECORD) {
         ev->gen++; /* re-arms an event recorded before */
         atomic_store_explicit(&ev->done_at, UINT64_MAX, memory_order_relaxed);
+        atomic_store_explicit(&ev->failed, 0, memory_order_relaxed);
     } else if (ev->gen == 0) {
         pthread_mutex_unlock(&dev->lock); /* never recorded: nothing to wait for */
         free(op);
@@ -511,9 +520,9 @@ convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__strea
 }
 
 /* 1 once the stream has executed the latest record and the clock has reached its
- * modelled completion, else 0. Failures are reported by the calls that enqueue work,
- * so a recorded event never reads negative; NULL does (-1, CONVOY_ERR_INVALID). Takes
- * no lock, so the progress thread may poll many events cheaply. */
+ * modelled completion, else 0; -1 (CONVOY_ERR_DEVICE) when a copy before it failed when
+ * run (sim_fail_async), and for NULL (CONVOY_ERR_INVALID). Takes no lock, so the progress
+ * thread may poll many events cheaply. */
 int convoy__sim_event_query(convoy__device_t *d, convoy__event_t *event)
 {
     convoy__sim_event_t *ev = sim_event(event);
@@ -522,7 +531,13 @@ int convoy__sim_event_query(convoy__device_t *d, convoy__event_t *event)
     uint64_t at = atomic_load_explicit(&ev->done_at, memory_order_acquire);
     if (at == 0)
         return 1;
-    return at != UINT64_MAX && convoy__now_ns() >= at;
+    if (at == UINT64_MAX || convoy__now_ns() < at)
+        return 0;
+    if (atomic_load_explicit(&ev->failed, memory_order_relaxed))
+        return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
+                             "%s: injected failure of a copy when it ran (sim_fail_async)",
+                             d->name);
+    return 1;
 }
 
 /* ---- idle wait -------------------------------------------------------------------- */

@@ -1,0 +1,442 @@
+/*
+ * check_bounce: the pinned bounce for pageable host memory (device/copies.c, parameter
+ * pageable_bounce) on the sim device, whose convoy_host_alloc memory reads as pinned and
+ * whose cost model charges every other host copy (sim_pageable_us): bytes arrive intact
+ * both ways through the bounce and without it, a submission of pageable copies is carried
+ * by one fused call rather than one call per flow, large copies and the byte bound keep
+ * the direct path, and injected failures of stage-in and pushout lose nothing (a failed
+ * task leaves its output untouched; a failed pushout leaves the host copy untouched and
+ * the device copy the newest version, brought home by a later wait).
+ *
+ * Every task reads one flow and writes one, of its own size (not multiples of 64, so that
+ * the places in a bounce block are padded): out[i] = in[i] ^ 0x5a ^ task. Host memory is
+ * malloc'd (pageable). The batch scheduler takes all tasks as one ring, and the test
+ * waits for them to complete before convoy_wait, so that the wait's flush pushes every
+ * output home in one plan: the sim's submission log is then known exactly.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "convoy.h"
+#include "device/device.h"
+#include "device/sim/sim.h"
+#include "src/context.h"
+#include "tests/test_util.h"
+
+#define MAXT 64
+#define OUT_FILL 0xee /* an output's bytes before any task wrote it */
+
+typedef struct world {
+    convoy_context_t *ctx;
+    convoy_class_t *cls;
+    int n;
+    size_t bytes[MAXT];
+    unsigned char *in[MAXT], *out[MAXT];
+    convoy_data_t *din[MAXT], *dout[MAXT];
+    convoy_data_t *flows[MAXT][2];
+} world_t;
+
+static int chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    const unsigned char *in = t->flows[0];
+    unsigned char *out = t->flows[1];
+    unsigned char key = (unsigned char)(0x5a ^ *(const int *)t->args);
+    for (size_t i = 0; i < t->flow_bytes[0]; i++)
+        out[i] = in[i] ^ key;
+    return 0;
+}
+
+static unsigned char in_byte(int t, size_t i)
+{
+    return (unsigned char)(t * 31 + i * 7 + (i >> 8));
+}
+
+/* A context with these presets (plus the test's base) and n tasks' data of size(t). */
+static void world_open(world_t *w, const char *const *extra, int n, size_t (*size)(int))
+{
+    const char *kv[64] = {
+        "devices", "sim",   "sched",           "batch", "nthreads",          "2",  "bind", "0",
+        "verbose", "error", "batch_max_tasks", NULL,    "batch_max_wait_us", "1e7"};
+    char ntasks[16];
+    snprintf(ntasks, sizeof(ntasks), "%d", n);
+    kv[11] = ntasks;
+    int k = 14;
+    for (int i = 0; extra != NULL && extra[i] != NULL; i++)
+        kv[k++] = extra[i];
+    kv[k] = NULL;
+    memset(w, 0, sizeof(*w));
+    w->ctx = tu_init(kv);
+    w->n = n;
+    convoy_access_t modes[2] = {CONVOY_READ, CONVOY_WRITE};
+    ck_assert_int_eq(convoy_class_new(w->ctx, "xor", 2, modes, CONVOY_CLASS_BATCHABLE, &w->cls),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->cls, CONVOY_DEVICE_SIM, chore), CONVOY_SUCCESS);
+    for (int t = 0; t < n; t++) {
+        size_t b = w->bytes[t] = size(t);
+        w->in[t] = malloc(b);
+        w->out[t] = malloc(b);
+        ck_assert(w->in[t] != NULL && w->out[t] != NULL);
+        for (size_t i = 0; i < b; i++)
+            w->in[t][i] = in_byte(t, i);
+        memset(w->out[t], OUT_FILL, b);
+        ck_assert_int_eq(convoy_data_new(w->ctx, w->in[t], b, &w->din[t]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_data_new(w->ctx, w->out[t], b, &w->dout[t]), CONVOY_SUCCESS);
+        w->flows[t][0] = w->din[t];
+        w->flows[t][1] = w->dout[t];
+    }
+}
+
+static void world_close(world_t *w)
+{
+    for (int t = 0; t < w->n; t++) {
+        convoy_data_free(w->din[t]);
+        convoy_data_free(w->dout[t]);
+    }
+    convoy_fini(w->ctx);
+    for (int t = 0; t < w->n; t++) {
+        free(w->in[t]);
+        free(w->out[t]);
+    }
+}
+
+/* Insert tasks [first, first + n) and wait until they are done, without a convoy_wait:
+ * their outputs stay on the device for the wait's one flush. */
+static void insert_and_settle(world_t *w, int first, int n)
+{
+    convoy_stats_t s0, s;
+    convoy_get_stats(w->ctx, &s0);
+    for (int t = first; t < first + n; t++)
+        ck_assert_int_eq(convoy_task_insert(w->ctx, w->cls, &t, sizeof(t), w->flows[t]),
+                         CONVOY_SUCCESS);
+    for (int spins = 0;; spins++) {
+        convoy_get_stats(w->ctx, &s);
+        if (s.tasks_completed + s.tasks_failed >=
+            s0.tasks_completed + s0.tasks_failed + (uint64_t)n)
+            break;
+        ck_assert_int_lt(spins, 200000);
+        nanosleep(&(struct timespec){.tv_nsec = 50000}, NULL);
+    }
+}
+
+/* Output t holds the task's result (1) or was never written (0); anything else fails. */
+static int out_state(const world_t *w, int t)
+{
+    int result = 1, fill = 1;
+    unsigned char key = (unsigned char)(0x5a ^ t);
+    for (size_t i = 0; i < w->bytes[t]; i++) {
+        result &= w->out[t][i] == (unsigned char)(in_byte(t, i) ^ key);
+        fill &= w->out[t][i] == OUT_FILL;
+    }
+    ck_assert_msg(result || fill,
+                  "task %d: output of %zu bytes is neither its result nor untouched", t,
+                  w->bytes[t]);
+    for (size_t i = 0; i < w->bytes[t]; i++)
+        ck_assert_msg(w->in[t][i] == in_byte(t, i), "task %d: its input changed at %zu", t, i);
+    return result;
+}
+
+/* What the sim logged: calls a real device would make per direction (a loop submission
+ * is one call per copy) and the copies of records with copies > 1 by method. */
+typedef struct calls {
+    int calls[3], copies[3], loop_multi[3], engine[3], failed;
+} calls_t;
+
+static calls_t sim_calls(const world_t *w)
+{
+    convoy__device_t *dev = convoy__ctx_accel(w->ctx, 0);
+    ck_assert(convoy__sim_is_sim(dev));
+    int n = convoy__sim_records(dev, NULL, 0);
+    convoy__sim_record_t *r = calloc((size_t)(n > 0 ? n : 1), sizeof(*r));
+    ck_assert(r != NULL);
+    n = convoy__sim_records(dev, r, n);
+    calls_t c;
+    memset(&c, 0, sizeof(c));
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_ge(r[i].dir, 0);
+        int d = r[i].dir;
+        c.calls[d] += r[i].method == CONVOY__METHOD_LOOP ? r[i].copies : 1;
+        c.copies[d] += r[i].copies;
+        if (r[i].copies > 1 && r[i].method == CONVOY__METHOD_LOOP)
+            c.loop_multi[d]++;
+        if (r[i].method == CONVOY__METHOD_ENGINE)
+            c.engine[d]++;
+        c.failed += r[i].failed;
+    }
+    free(r);
+    return c;
+}
+
+/*
+ * After a pushout home that was made to fail: the flush that carried it failed (counted
+ * in transfers_failed), and the host copy stayed untouched until a later flush brought
+ * the task's result home. Usually the wait's own flush is the one that fails, and the
+ * wait says so; when the task was still finishing as the wait began, the wait's early
+ * flush carried it and the wait's own flush retried it.
+ */
+static void expect_pushout_retried(world_t *w)
+{
+    if (convoy_wait(w->ctx) != CONVOY_SUCCESS) {
+        ck_assert_int_eq(out_state(w, 0), 0); /* untouched: the block never reached it */
+        ck_assert_int_eq(convoy_wait(w->ctx), CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(out_state(w, 0), 1);
+    convoy_stats_t st;
+    convoy_get_stats(w->ctx, &st);
+    ck_assert_uint_eq(st.transfers_failed, 1);
+}
+
+static size_t varied(int t)
+{
+    return 1000 + 977 * (size_t)t; /* up to 62.5 KiB: under pageable_bounce_max */
+}
+
+static size_t eight_k(int t)
+{
+    (void)t;
+    return 8192;
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+static const char *const modes[] = {"auto", "on", "off"};
+
+START_TEST(test_intact_and_fused)
+{
+    /* Proves: with pageable_bounce auto and on, 64 pageable flows of 64 different sizes
+     * arrive intact on the device and home again, the 64 stage-ins and the 64 pushouts
+     * each in one fused call (engine); with off, the same bytes arrive, the pushouts one
+     * call per flow (loop), as the GPU devices carry pageable device-to-host copies.
+     * The 2 MB of each direction's memcpy are shared with 3 helpers (i < 3), or done by
+     * the progress thread alone (pageable_bounce_threads=0, i = 3). */
+    const char *mode = modes[_i % 3];
+    const char *extra[] = {"pageable_bounce", mode, "pageable_bounce_threads", _i < 3 ? "3" : "0",
+                           NULL};
+    world_t w;
+    world_open(&w, extra, MAXT, varied);
+    insert_and_settle(&w, 0, MAXT);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < MAXT; t++)
+        ck_assert_msg(out_state(&w, t) == 1, "%s: task %d's output did not come home", mode, t);
+    calls_t c = sim_calls(&w);
+    ck_assert_int_eq(c.copies[CONVOY__H2D], MAXT);
+    ck_assert_int_eq(c.copies[CONVOY__D2H], MAXT);
+    ck_assert_int_eq(c.failed, 0);
+    if (_i % 3 < 2) {
+        ck_assert_int_eq(c.calls[CONVOY__H2D], 1);
+        ck_assert_int_eq(c.calls[CONVOY__D2H], 1);
+        ck_assert_int_eq(c.engine[CONVOY__D2H], 1);
+    } else {
+        ck_assert_int_eq(c.calls[CONVOY__H2D], 1); /* batching pageable H2D still gains */
+        ck_assert_int_eq(c.calls[CONVOY__D2H], MAXT);
+        ck_assert_int_eq(c.loop_multi[CONVOY__D2H], 1);
+    }
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_blocks_reused_after_landing)
+{
+    /* Proves: blocks are reused only once the device has read or filled them: 64 tasks
+     * in rings of 8, every copy landing 300 us late (sim_delay_us), under a bound of
+     * 128 KiB of blocks that makes later submissions wait for earlier blocks or go
+     * straight, all arrive intact both ways. */
+    const char *extra[] = {"pageable_bounce",
+                           "on",
+                           "batch_max_tasks",
+                           "8",
+                           "batch_max_wait_us",
+                           "0",
+                           "sim_delay_us",
+                           "300",
+                           "pageable_bounce_limit",
+                           "128K",
+                           NULL};
+    world_t w;
+    world_open(&w, extra, MAXT, varied);
+    for (int t = 0; t < MAXT; t++)
+        ck_assert_int_eq(convoy_task_insert(w.ctx, w.cls, &t, sizeof(t), w.flows[t]),
+                         CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < MAXT; t++)
+        ck_assert_int_eq(out_state(&w, t), 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_bounds_keep_direct)
+{
+    /* Proves: copies larger than pageable_bounce_max (auto), and submissions that would
+     * hold more than pageable_bounce_limit bytes of blocks (on), take the direct path
+     * (pushouts one call per flow) and still arrive intact. */
+    const char *const extras[2][5] = {
+        {"pageable_bounce", "auto", "pageable_bounce_max", "4K", NULL},
+        {"pageable_bounce", "on", "pageable_bounce_limit", "64K", NULL}, /* 16 x 8K = 128K */
+    };
+    world_t w;
+    world_open(&w, extras[_i], 16, eight_k);
+    insert_and_settle(&w, 0, 16);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < 16; t++)
+        ck_assert_int_eq(out_state(&w, t), 1);
+    calls_t c = sim_calls(&w);
+    ck_assert_int_eq(c.calls[CONVOY__D2H], 16);
+    ck_assert_int_eq(c.loop_multi[CONVOY__D2H], 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_stage_in_failure)
+{
+    /* Proves: a bounced stage-in whose submission fails (sim_fail_submission=1, one copy:
+     * no retry) fails its task, whose pageable output stays untouched and input
+     * unchanged; the same task inserted again succeeds through the bounce. */
+    const char *extra[] = {"pageable_bounce", "on", "sim_fail_submission", "1", NULL};
+    world_t w;
+    world_open(&w, extra, 1, varied);
+    insert_and_settle(&w, 0, 1);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
+    ck_assert_int_eq(out_state(&w, 0), 0);
+    insert_and_settle(&w, 0, 1);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(out_state(&w, 0), 1);
+    calls_t c = sim_calls(&w);
+    ck_assert_int_eq(c.failed, 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_pushout_failure)
+{
+    /* Proves: a bounced pushout whose submission fails (the second submission: the
+     * task's stage-in is the first) leaves the pageable host copy untouched and the
+     * device copy the newest version, which a later flush brings home intact. */
+    const char *extra[] = {"pageable_bounce", "on", "sim_fail_submission", "2", NULL};
+    world_t w;
+    world_open(&w, extra, 1, varied);
+    insert_and_settle(&w, 0, 1);
+    expect_pushout_retried(&w);
+    calls_t c = sim_calls(&w);
+    ck_assert_int_eq(c.failed, 1);
+    ck_assert_int_eq(c.copies[CONVOY__D2H], 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_failures_when_run)
+{
+    /* Proves: a copy accepted but failing when it runs (sim_fail_async: nothing copied,
+     * its event reports the error) loses nothing, bounced (i < 2) or not: a stage-in (even
+     * i) fails its task with the output untouched, and the task inserted again succeeds
+     * (the device copy that never arrived is staged in again, not read as current); a
+     * pushout (odd i) leaves the host copy untouched (the block is not copied out) and
+     * the device copy the newest version, which a later flush brings home intact. */
+    const char *extra[] = {"pageable_bounce", _i < 2 ? "on" : "off", "sim_fail_async",
+                           _i % 2 == 0 ? "1" : "2", NULL};
+    world_t w;
+    world_open(&w, extra, 1, varied);
+    insert_and_settle(&w, 0, 1);
+    if (_i % 2 == 1) {
+        expect_pushout_retried(&w);
+        world_close(&w);
+        return;
+    }
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
+    ck_assert_int_eq(out_state(&w, 0), 0);
+    insert_and_settle(&w, 0, 1);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(out_state(&w, 0), 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_pushout_partial_failure)
+{
+    /* Proves: a fused bounced pushout of 16 flows that fails after enqueuing 5 of them
+     * (sim_fail_submitted=5) is retried one copy at a time from the sixth, and all 16
+     * outputs come home intact: those the failed call carried and those retried. */
+    const char *extra[] = {
+        "pageable_bounce", "on", "sim_fail_submission", "2", "sim_fail_submitted", "5", NULL};
+    world_t w;
+    world_open(&w, extra, 16, varied);
+    insert_and_settle(&w, 0, 16);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < 16; t++)
+        ck_assert_int_eq(out_state(&w, t), 1);
+    calls_t c = sim_calls(&w);
+    ck_assert_int_eq(c.failed, 1);
+    ck_assert_int_eq(c.copies[CONVOY__D2H], 16);
+    ck_assert_int_eq(c.calls[CONVOY__D2H], 1 + 11);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_unknown_copies_keep_block)
+{
+    /* Proves: when a bounced stage-in can be proven neither by an event nor by waiting
+     * for its stream (every record fails, and the first stream_sync), its task fails
+     * with the output untouched, and the block its copies may still read is kept, not
+     * reused, then freed at fini (the sanitizer builds see no leak, no use after free). */
+    const char *extra[] = {"pageable_bounce",
+                           "on",
+                           "sim_fail_record",
+                           "1",
+                           "sim_fail_records",
+                           "2000000000",
+                           "sim_fail_sync",
+                           "1",
+                           "verbose",
+                           "error",
+                           NULL};
+    world_t w;
+    world_open(&w, extra, 4, varied);
+    insert_and_settle(&w, 0, 4);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
+    for (int t = 0; t < 4; t++)
+        ck_assert_int_eq(out_state(&w, t), 0);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(test_bad_mode)
+{
+    /* Proves: a pageable_bounce value other than auto, on, off, and a byte bound below
+     * its minimum, are refused with a message naming the value. */
+    const char *const bad[][2] = {{"pageable_bounce", "sometimes"},
+                                  {"pageable_bounce_max", "0"},
+                                  {"pageable_bounce_limit", "100"}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(convoy_param_preset(bad[i][0], bad[i][1]), CONVOY_ERR_INVALID);
+        ck_assert_msg(strstr(convoy_last_error(NULL), bad[i][1]) != NULL, "message: %s",
+                      convoy_last_error(NULL));
+    }
+    convoy_param_preset_clear();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("bounce");
+    TCase *tc = tu_tcase(s, "bounce", 30);
+    tcase_add_loop_test(tc, test_intact_and_fused, 0, 4);
+    tcase_add_loop_test(tc, test_bounds_keep_direct, 0, 2);
+    tcase_add_test(tc, test_blocks_reused_after_landing);
+    tcase_add_test(tc, test_stage_in_failure);
+    tcase_add_test(tc, test_pushout_failure);
+    tcase_add_loop_test(tc, test_failures_when_run, 0, 4);
+    tcase_add_test(tc, test_pushout_partial_failure);
+    tcase_add_test(tc, test_unknown_copies_keep_block);
+    tcase_add_test(tc, test_bad_mode);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}
