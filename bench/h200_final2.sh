@@ -41,6 +41,8 @@ if [ "$phase" = bench ]; then
     for i in 1 2; do run $BASE/bench/chains; run $NEW/bench/chains; done
     run $BASE/bench/overhead; run $NEW/bench/overhead
     run $BASE/bench/mixed_latency; run $NEW/bench/mixed_latency
+    run $NEW/bench/mixed_latency --convoy-spin_us=1000
+    run $NEW/bench/mixed_latency --convoy-spin_us=1000 --convoy-batch_max_wait_us=0
     if [ -x "$NEW/bench/stencil" ]; then
         export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
         for np in 1 4; do CONVOY_DEVICES=host run mpirun --oversubscribe -np $np $NEW/bench/stencil --convoy-nthreads=$((16 / np)); done
