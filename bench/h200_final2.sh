@@ -7,7 +7,8 @@
 #                                 benchmarks, base and new alternating, and the MPI ones
 #   bench/h200_final2.sh memcheck compute-sanitizer memcheck over tests/gpu_copy (seeds 1-5)
 #                                 and tests/gpu_tasks, on the build of the first phase
-# Builds live under .dev/final (kept while the machine stays warm). Logs under $OUT.
+# Builds live under .dev/final (the memcheck phase builds the new one again when it is
+# gone: a call that carries .dev replaces it). Logs under $OUT.
 set -u
 phase=${1:?usage: bench/h200_final2.sh bench|memcheck}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -53,8 +54,10 @@ if [ "$phase" = bench ]; then
     awk '/^### /{tag=($0 ~ /\/base\//) ? "BASE" : "NEW"; opt=$0; sub(/^### /,"",opt); sub(/[^ ]*\/bench\//,"",opt); next} /^(tiny_tasks|chains|overhead|mixed_latency|stencil|dist_tiny) /{print tag, "[" opt "]", $0}' "$b" |
         sed -E 's/ (inputs|outputs|h2d_copies|batch_chore|bytes_per_task|device|d2h_copies|h2d_submissions|d2h_submissions|launches|final_bytes|d2d_copies|small|large_bytes|rounds)=[^ ]*//g' | cut -c1-300
 else
+    [ -x "$(echo $w/new/convoy-*)/tests/gpu_copy" ] || build new .dev/convoy-new.tar.gz
     NEW=$(echo $w/new/convoy-*)
-    [ -x "$NEW/tests/gpu_copy" ] || { echo "no build from the bench phase: run it first"; exit 1; }
+    (cd "$NEW" && make -j16 tests/gpu_copy tests/gpu_tasks >>"$out/make-new.log" 2>&1)
+    [ -x "$NEW/tests/gpu_copy" ] || { echo "no tests/gpu_copy in $NEW"; exit 1; }
     cd "$NEW"
     pids=()
     for s in 1 2 3 4 5; do
