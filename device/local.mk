@@ -28,6 +28,7 @@ convoy_gpu_common = \
 libconvoy_internal_la_SOURCES += \
 	device/pipeline.c \
 	device/ring.c \
+	device/ring_done.c \
 	device/copies.c \
 	device/memcpy_gang.c \
 	device/launch.c \

@@ -2,7 +2,8 @@
  * The pipeline's private structures, shared by its files. Internal to convoy.
  *
  *   pipeline.c    the progress thread, streams, events, start and stop
- *   ring.c        a ring of the program's tasks: reserve, groups, progress, completion
+ *   ring.c        a ring of the program's tasks: reserve, stage-in, groups, start, free
+ *   ring_done.c   its completion: members finished, failure messages, progress
  *   copies.c      planning and issuing one stage's copies (retry, events, sync)
  *   launch.c      launching a group's chores
  *   pushout.c     copies home: flush rings, flush-all, drop, and eviction pushouts
@@ -60,6 +61,31 @@ typedef struct convoy__member {
     int nwait;
     int completed;
 } convoy__member_t;
+
+/* The flow of m before f with the same datum, or -1. */
+static inline int convoy__member_same_datum(const convoy__member_t *m, int f)
+{
+    for (int e = 0; e < f; e++)
+        if (m->task->data[e] == m->task->data[f])
+            return e;
+    return -1;
+}
+
+/* Does the task read (READ or RW), or write, datum d through any flow? */
+static inline int convoy__task_reads_datum(const convoy__task_t *t, const convoy_data_t *d)
+{
+    for (int f = 0; f < t->cls->nflows; f++)
+        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_READ))
+            return 1;
+    return 0;
+}
+static inline int convoy__task_writes_datum(const convoy__task_t *t, const convoy_data_t *d)
+{
+    for (int f = 0; f < t->cls->nflows; f++)
+        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_WRITE))
+            return 1;
+    return 0;
+}
 
 enum { GROUP_WAIT_IN = 0, GROUP_LAUNCHED, GROUP_DONE };
 
@@ -246,7 +272,7 @@ int convoy__bounce_spans(convoy__pipe_t *p, int n);
  * microseconds, which 256 KiB of memcpy (tens of us) hides. */
 #define CONVOY__BOUNCE_GANG_MIN ((size_t)256 << 10)
 
-/* Rings (ring.c). */
+/* Rings (ring.c; progress in ring_done.c). */
 /* A ring of kind for tasks, no member set up; NULL when out of host memory (the tasks
  * then failed, and left the device's load). */
 convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind);

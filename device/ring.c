@@ -33,43 +33,16 @@ void convoy__member_fail(convoy__member_t *m, int why, int flow)
     }
 }
 
-/* The flow of m before f with the same datum, or -1. */
-static int same_datum(const convoy__member_t *m, int f)
-{
-    for (int e = 0; e < f; e++)
-        if (m->task->data[e] == m->task->data[f])
-            return e;
-    return -1;
-}
-
-/* Does the task read (READ or RW) datum d through any flow? */
-static int reads_datum(const convoy__task_t *t, const convoy_data_t *d)
-{
-    for (int f = 0; f < t->cls->nflows; f++)
-        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_READ))
-            return 1;
-    return 0;
-}
-
 static void release_member(convoy__pipe_t *p, convoy__member_t *m)
 {
     for (int f = 0; f < m->ncopies; f++) {
-        if (m->fresh[f] != NULL && same_datum(m, f) < 0)
+        if (m->fresh[f] != NULL && convoy__member_same_datum(m, f) < 0)
             convoy__devmem_free_buffer(&p->mem, m->fresh[f], m->task->data[f]->bytes);
         convoy__devmem_release(&p->mem, m->copy[f]);
     }
     for (int f = 0; f < m->ncopies; f++)
         m->fresh[f] = NULL;
     m->ncopies = 0;
-}
-
-/* Does the task write datum d through any flow? */
-static int writes_datum(const convoy__task_t *t, const convoy_data_t *d)
-{
-    for (int f = 0; f < t->cls->nflows; f++)
-        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_WRITE))
-            return 1;
-    return 0;
 }
 
 /* Reserve device memory for every flow of m, and a fresh buffer for each datum it writes
@@ -88,7 +61,7 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
         m->ncopies = f + 1;
     }
     for (int f = 0; f < nflows; f++) {
-        if (same_datum(m, f) >= 0 || !writes_datum(t, t->data[f]) ||
+        if (convoy__member_same_datum(m, f) >= 0 || !convoy__task_writes_datum(t, t->data[f]) ||
             !convoy__devmem_dirty(&p->mem, m->copy[f]))
             continue;
         convoy_status_t st = convoy__devmem_alloc_buffer(&p->mem, t->data[f]->bytes, &m->fresh[f]);
@@ -98,7 +71,7 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
         }
     }
     for (int f = 0; f < nflows; f++) {
-        int e = same_datum(m, f);
+        int e = convoy__member_same_datum(m, f);
         if (e >= 0)
             m->fresh[f] = m->fresh[e];
         ptrs[f] = m->fresh[f] != NULL ? m->fresh[f] : m->copy[f]->ptr;
@@ -141,7 +114,7 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
     for (int f = 0; f < cls->nflows && !m->fail; f++) {
         convoy__devcopy_t *c = m->copy[f];
         convoy_data_t *d = t->data[f];
-        if (same_datum(m, f) >= 0 || !reads_datum(t, d))
+        if (convoy__member_same_datum(m, f) >= 0 || !convoy__task_reads_datum(t, d))
             continue;
         uint64_t version;
         int on;
@@ -186,7 +159,7 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
     }
     /* A copy written in place must not change while a pushout home still reads it. */
     for (int f = 0; f < cls->nflows; f++)
-        if (same_datum(m, f) < 0 && writes_datum(t, t->data[f]) && m->fresh[f] == NULL)
+        if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, t->data[f]) && m->fresh[f] == NULL)
             add_wait(p, m, m->copy[f]->out_ev);
 }
 
@@ -243,7 +216,7 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         for (int f = 0; f < r->cls->nflows && !m->fail; f++) {
             convoy__devcopy_t *c = m->copy[f];
-            if (m->fresh[f] != NULL || !reads_datum(m->task, m->task->data[f]) ||
+            if (m->fresh[f] != NULL || !convoy__task_reads_datum(m->task, m->task->data[f]) ||
                 c->stage_ring != r->id)
                 continue;
             int k = c->stage_slot;
@@ -489,143 +462,6 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     convoy__ring_add(p, r);
 }
 
-static const char *fail_text(const convoy__ring_t *r, const convoy__member_t *m, char *buf,
-                             size_t len)
-{
-    const convoy_class_t *cls = m->task->cls;
-    const char *dev = r->pipe->dev->name;
-    const convoy_data_t *d = m->task->data[m->fail_flow];
-    switch (m->fail) {
-    case MEMBER_FAIL_MEMORY:
-        snprintf(buf, len, "no device memory on %s: %s", dev, r->mem_msg);
-        break;
-    case MEMBER_FAIL_STAGE_IN:
-        snprintf(buf, len, "stage-in of flow %d (%zu bytes) to %s failed: %s", m->fail_flow,
-                 d->bytes, dev, r->in_msg[0] ? r->in_msg : "no memory");
-        break;
-    case MEMBER_FAIL_LAUNCH:
-        snprintf(buf, len, "launch on %s failed: %s", dev,
-                 r->launch_msg[0] ? r->launch_msg : "no memory");
-        break;
-    case MEMBER_FAIL_CHORE:
-        if (m->task->ran & CONVOY__RAN_NO_CHORE)
-            snprintf(buf, len,
-                     "class '%s' has no chore for %s any more (convoy_class_set_chore removed it "
-                     "while the task was pending)",
-                     cls->name, dev);
-        else if (m->task->fail_code != 0 && m->rc == m->task->fail_code)
-            snprintf(buf, len,
-                     "the %schore of class '%s' failed it with code %d on %s "
-                     "(convoy_task_fail)",
-                     m->task->ran & CONVOY__RAN_BATCH ? "batch " : "", cls->name, m->rc, dev);
-        else
-            snprintf(buf, len, "the %schore of class '%s' returned %d on %s",
-                     m->task->ran & CONVOY__RAN_BATCH ? "batch " : "", cls->name, m->rc, dev);
-        break;
-    case MEMBER_FAIL_DEVICE:
-        snprintf(buf, len, "%s reported an error for the copies or the launch of its ring", dev);
-        break;
-    case MEMBER_FAIL_HOST_WRITE:
-        snprintf(buf, len,
-                 "the host memory of datum %llu (flow %d, %zu bytes at %p) changed without "
-                 "convoy_data_acquire(RW) while %s held a copy of it (found by "
-                 "check_host_writes); declare host writes with convoy_data_acquire",
-                 (unsigned long long)d->id, m->fail_flow, d->bytes, d->host, dev);
-        break;
-    default: buf[0] = '\0'; break;
-    }
-    return buf;
-}
-
-/* Did the device report an error for anything m needed? */
-static int device_error(const convoy__ring_t *r, const convoy__member_t *m)
-{
-    if (r->groups == NULL)
-        return 0;
-    const convoy__group_t *g = &r->groups[m->group];
-    int err = (g->exec_ev && g->exec_ev->failed) || (g->in_ev && g->in_ev->failed) ||
-              (g->in_small_ev && g->in_small_ev->failed);
-    for (int w = 0; w < m->nwait; w++)
-        err |= m->wait[w]->failed;
-    return err;
-}
-
-/* Complete a member whose events have all been seen; returns 0 when it must wait longer
- * (a copy it holds is still arriving for another member, or a pushout home still reads
- * a copy it writes). */
-static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
-{
-    convoy__task_t *t = m->task;
-    for (int f = 0; f < m->ncopies; f++) {
-        if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
-            return 0;
-        if (m->copy[f]->out_ev != NULL && writes_datum(t, t->data[f]))
-            return 0;
-    }
-    if (m->fail == MEMBER_OK && m->rc != 0)
-        convoy__member_fail(m, MEMBER_FAIL_CHORE, 0);
-    /* A copy whose stage-in failed when it ran holds garbage, whatever the group's last
-     * stage-in event says (a device may report an error at the next event only). */
-    int bad_arrival = 0;
-    for (int f = 0; f < m->ncopies; f++)
-        bad_arrival |= m->copy[f]->arrival != NULL && m->copy[f]->arrival->failed;
-    if (bad_arrival || device_error(r, m))
-        convoy__member_fail(m, MEMBER_FAIL_DEVICE, 0);
-    int ok = m->fail == MEMBER_OK;
-    for (int f = 0; f < m->ncopies; f++) {
-        convoy__devcopy_t *c = m->copy[f];
-        convoy_data_t *d = t->data[f];
-        if (same_datum(m, f) < 0 && writes_datum(t, d)) {
-            if (ok && m->fresh[f] != NULL)
-                convoy__devmem_replace(&p->mem, c, m->fresh[f]);
-            else if (m->fresh[f] != NULL)
-                convoy__devmem_free_buffer(&p->mem, m->fresh[f], d->bytes);
-            else if (!ok)
-                c->version = CONVOY__NO_VERSION; /* half written: the newest is elsewhere */
-            /* The completion below commits version + 1, held here only. */
-            if (ok) {
-                c->version = convoy__coh_version(d) + 1;
-                c->writer_id = t->id + 1;
-            }
-        }
-        m->fresh[f] = NULL;
-        if (ok)
-            convoy__coh_set_hint(d, p->dev->index);
-        if (c->arrival != NULL) {
-            if (c->arrival->failed)
-                c->version = CONVOY__NO_VERSION; /* it never arrived: stage it in again */
-            convoy__pev_put(p, c->arrival);
-            c->arrival = NULL;
-        }
-    }
-    /* Release after the versions are set: versions must be written before the copy may
-     * be evicted. A final version (no later writer) written while a convoy_wait is
-     * pending keeps its user until it is pushed home with the others of this pass. */
-    int eager = ok && atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
-    for (int f = 0; f < m->ncopies; f++) {
-        convoy_data_t *d = t->data[f];
-        if (eager && same_datum(m, f) < 0 && writes_datum(t, d) &&
-            !(atomic_load_explicit(&d->flags, memory_order_relaxed) &
-              (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH)) &&
-            atomic_load_explicit(&d->last_writer_id, memory_order_acquire) == t->id + 1 &&
-            convoy__eager_add(p, m->copy[f]))
-            continue;
-        convoy__devmem_release(&p->mem, m->copy[f]);
-    }
-    m->ncopies = 0;
-    for (int w = 0; w < m->nwait; w++)
-        convoy__pev_put(p, m->wait[w]);
-    m->nwait = 0;
-    m->completed = 1;
-    r->open_members--;
-    __atomic_fetch_sub(&p->dev->load, 1, __ATOMIC_RELAXED);
-    char msg[768];
-    CONVOY__PROF_SUB(p, CONVOY__SUB_COMPLETE,
-                     convoy__task_complete(t, ok ? CONVOY__OK : CONVOY__FAILED,
-                                           ok ? NULL : fail_text(r, m, msg, sizeof(msg))));
-    return 1;
-}
-
 void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
 {
     if (r->leak) {
@@ -654,102 +490,4 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
     free(r->held);
     members_put(p, r->m, r->mcap);
     free(r);
-}
-
-/* Lifecycle steps of a group's members, for the trace, as the host sees them. */
-static void trace_steps(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
-{
-    int steps[2] = {CONVOY__STEP_STAGED_IN, CONVOY__STEP_EXECUTED};
-    convoy__pev_t *evs[2] = {g->in_ev, g->exec_ev};
-    for (int k = g->traced_steps; k < 2 && g->state != GROUP_WAIT_IN; k++) {
-        if (!convoy__pev_poll(p, evs[k]))
-            break;
-        uint64_t now = convoy__now_ns();
-        for (int i = 0; i < g->count; i++) {
-            const convoy__member_t *m = &r->m[r->order[g->first + i]];
-            if (m->completed)
-                continue; /* its task may be freed */
-            convoy__task_t *t = m->task;
-            convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
-                                                                       .stage = (uint8_t)steps[k],
-                                                                       .ts_ns = now,
-                                                                       .task_id = t->id,
-                                                                       .ring_id = r->id,
-                                                                       .name = t->cls->name});
-        }
-        g->traced_steps = k + 1;
-    }
-}
-
-/* A ring that could not be grouped: its members fail once their copies have landed. */
-static int progress_ungrouped(convoy__pipe_t *p, convoy__ring_t *r)
-{
-    int moved = 0;
-    for (int i = 0; i < r->n; i++) {
-        convoy__member_t *m = &r->m[i];
-        int ready = !m->completed;
-        for (int k = 0; k < r->nin && ready; k++)
-            ready = convoy__pev_poll(p, r->in_subs[k]);
-        for (int w = 0; w < m->nwait && ready; w++)
-            ready = convoy__pev_poll(p, m->wait[w]);
-        if (ready && finish_member(p, r, m))
-            moved = 1;
-    }
-    return moved;
-}
-
-int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
-{
-    int moved = 0;
-    if (r->kind != RING_TASKS)
-        moved = convoy__transfer_progress(p, r);
-    else if (r->groups == NULL)
-        moved = progress_ungrouped(p, r);
-    for (int k = 0; k < r->ngroups && r->kind == RING_TASKS; k++) {
-        convoy__group_t *g = &r->groups[k];
-        if (p->ctx->trace != NULL) {
-            convoy__launch_started(p, g);
-            if (g->traced_steps < 2)
-                trace_steps(p, r, g);
-        }
-        switch (g->state) {
-        case GROUP_WAIT_IN:
-            if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
-                CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, g));
-                moved = 1;
-            }
-            break;
-        case GROUP_LAUNCHED: {
-            /* The chores' results are known once the launch's event completes. */
-            if (!convoy__pev_poll(p, g->exec_ev))
-                break;
-            int open = 0;
-            for (int i = 0; i < g->count; i++) {
-                convoy__member_t *m = &r->m[r->order[g->first + i]];
-                if (m->completed)
-                    continue;
-                int ready = 1;
-                for (int w = 0; w < m->nwait && ready; w++)
-                    ready = convoy__pev_poll(p, m->wait[w]);
-                int done = 0;
-                if (ready)
-                    CONVOY__PROF_SUB(p, CONVOY__SUB_FINISH, done = finish_member(p, r, m));
-                if (done)
-                    moved = 1;
-                else
-                    open = 1;
-            }
-            if (!open)
-                g->state = GROUP_DONE;
-            break;
-        }
-        default: break;
-        }
-    }
-    if (r->open_members == 0) {
-        convoy__ring_free(p, r);
-        *finished_p = 1;
-        return 1;
-    }
-    return moved;
 }
