@@ -45,7 +45,7 @@ convoy_status_t convoy__classes_init_internal(convoy_context_t *ctx)
     } spec[CONVOY__CLS_COUNT] = {
         [CONVOY__CLS_FLUSH] = {"convoy:flush", 1, CONVOY_READ, CONVOY_CLASS_BATCHABLE},
         [CONVOY__CLS_FLUSH_ALL] = {"convoy:flush-all", 0, CONVOY_READ, 0},
-        [CONVOY__CLS_DROP] = {"convoy:drop", 1, CONVOY_READ, 0},
+        [CONVOY__CLS_DROP] = {"convoy:drop", 1, CONVOY_READ, CONVOY_CLASS_BATCHABLE},
         [CONVOY__CLS_HOST] = {"convoy:acquire", 1, CONVOY_READ, 0},
         [CONVOY__CLS_HOST_RW] = {"convoy:acquire", 1, CONVOY_RW, 0},
     };
