@@ -481,6 +481,10 @@ static int write_events(convoy__trace_t *t, out_t *f)
     put_u64(f, total);
     put_key(f, "dropped_events");
     put_u64(f, atomic_load(&t->dropped));
+    /* Where ts 0 is on CLOCK_MONOTONIC, one clock for every process of a host: lets
+     * convoy-trace merge align the ranks of a distributed run. */
+    put_key(f, "clock_origin_ns");
+    put_u64(f, t->t0_ns);
     put_lit(f, "}}\n");
     free(xs);
     free(tasks.slot);

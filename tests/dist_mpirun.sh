@@ -51,7 +51,7 @@ for run in "2 bench/dist_tiny --tasks 64 --rounds 3" \
 done
 # Messages in the trace: a traced 2-rank dist_tiny's per-rank traces (trace=...%r...) hold,
 # summed, as many send and as many receive events as its ranks' convoy_get_stats count
-# (the messages= it prints), as convoy-trace summary reads them.
+# (the messages= it prints), as convoy-trace summary reads them, and so does their merge.
 if [ -x bench/dist_tiny ] && [ -x tools/convoy-trace ]; then
     echo "--- mpirun -np 2 bench/dist_tiny traced"
     rm -f tests/dist_trace.*.json
@@ -71,6 +71,15 @@ if [ -x bench/dist_tiny ] && [ -x tools/convoy-trace ]; then
         fi
     done
     echo "traces: $want messages sent and received, as the stats count"
+    # Merged into one file, they count the same.
+    tools/convoy-trace merge tests/dist_trace.0.json tests/dist_trace.1.json \
+        -o tests/dist_trace.all.json || exit 1
+    got=$(tools/convoy-trace summary tests/dist_trace.all.json |
+        sed -n 's/^ *messages received  *\([0-9]*\)$/\1/p')
+    if [ "${got:-0}" -ne "$want" ]; then
+        echo "check_dist: the merged trace holds ${got:-0} messages received, not $want"
+        exit 1
+    fi
     rm -f tests/dist_trace.*.json
 fi
 for f in tests/dist_lsan.*; do

@@ -136,6 +136,11 @@ void convoy__tr_summary_free(convoy__tr_summary_t *sum); /* accepts NULL */
 /* The figure with this label, or NULL. */
 const convoy__tr_figure_t *convoy__tr_figure(const convoy__tr_summary_t *sum, const char *label);
 
+/* Merge n traces (trace_merge.c: input k is rank k, pids k * 1000 + pid) into out.
+ * Returns 0; -1 for an input that cannot be read or merged, 1 when writing failed; err
+ * says why, naming the file. */
+int convoy__tr_merge(const char *const *paths, int n, FILE *out, char *err, size_t errlen);
+
 /* Print a summary (convoy-trace summary), or two side by side with ratios b/a
  * (trace_summary.c). */
 void convoy__tr_print(FILE *out, const convoy__tr_trace_t *t, const convoy__tr_summary_t *s);
