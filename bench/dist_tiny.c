@@ -6,9 +6,12 @@
  * every input travels to another rank once per round: one remote flow per input. With
  * fusion (dist_fuse=1, the default) the flows bound for one peer share messages; with
  * --convoy-dist-fuse=0 each flow is a message. The outputs are checked against the
- * formula on every rank at the end.
+ * formula on every rank at the end. CPU chores, and CUDA ones (bench/dist_tiny_cuda.cu)
+ * in a build with CUDA: CONVOY_DEVICES=cuda runs them on the GPU; with --batch 1 the
+ * classes are batchable and the GPU runs a ring of them in one kernel.
  *
- *   mpirun -np 2 bench/dist_tiny [--tasks N] [--rounds R] [--bytes B] [--convoy-...]
+ *   mpirun -np 2 bench/dist_tiny [--tasks N] [--rounds R] [--bytes B] [--batch 0|1]
+ *                                [--convoy-...]
  *
  * Tasks count both kinds, over all ranks; messages and flows are the sums of what the
  * ranks sent. Last line: key=value pairs with tasks_per_s, messages, flows, verified.
@@ -22,6 +25,13 @@
 typedef struct args {
     uint64_t round, index;
 } args_t;
+
+#if CONVOY_HAVE_CUDA
+int dist_tiny_update_cuda(const convoy_task_view_t *t, void *stream);
+int dist_tiny_update_cuda_batch(const convoy_task_view_t *const *t, int n, void *stream);
+int dist_tiny_sum_cuda(const convoy_task_view_t *t, void *stream);
+int dist_tiny_sum_cuda_batch(const convoy_task_view_t *const *t, int n, void *stream);
+#endif
 
 static uint64_t value(uint64_t round, uint64_t index)
 {
@@ -55,7 +65,7 @@ int main(int argc, char **argv)
 {
     const char *prog = "dist_tiny";
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
-    long ntasks = 1024, rounds = 20, bytes = 1024;
+    long ntasks = 1024, rounds = 20, bytes = 1024, batch = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--tasks")) != NULL)
@@ -64,6 +74,8 @@ int main(int argc, char **argv)
             rounds = bench_long(prog, "--rounds", v, 1, 1 << 20);
         else if ((v = bench_opt(argc, argv, &i, "--bytes")) != NULL)
             bytes = bench_long(prog, "--bytes", v, 8, 1 << 26);
+        else if ((v = bench_opt(argc, argv, &i, "--batch")) != NULL)
+            batch = bench_long(prog, "--batch", v, 0, 1);
         else {
             fprintf(stderr, "%s: unknown option %s\n", prog, argv[i]);
             return 2;
@@ -94,10 +106,22 @@ int main(int argc, char **argv)
     convoy_access_t um = CONVOY_WRITE;
     convoy_access_t sm[4] = {CONVOY_READ, CONVOY_READ, CONVOY_READ, CONVOY_WRITE};
     convoy_class_t *update, *sum;
-    convoy_class_new(ctx, "update", 1, &um, 0, &update);
-    convoy_class_new(ctx, "sum", 4, sm, 0, &sum);
+    unsigned flags = batch ? CONVOY_CLASS_BATCHABLE : 0;
+    convoy_class_new(ctx, "update", 1, &um, flags, &update);
+    convoy_class_new(ctx, "sum", 4, sm, flags, &sum);
     convoy_class_set_chore(update, CONVOY_DEVICE_CPU, update_chore);
     convoy_class_set_chore(sum, CONVOY_DEVICE_CPU, sum_chore);
+    /* On sim devices: the device-data path of the distributed mode, without a GPU. */
+    convoy_class_set_chore(update, CONVOY_DEVICE_SIM, update_chore);
+    convoy_class_set_chore(sum, CONVOY_DEVICE_SIM, sum_chore);
+#if CONVOY_HAVE_CUDA
+    convoy_class_set_chore(update, CONVOY_DEVICE_CUDA, dist_tiny_update_cuda);
+    convoy_class_set_chore(sum, CONVOY_DEVICE_CUDA, dist_tiny_sum_cuda);
+    if (batch) {
+        convoy_class_set_batch_chore(update, CONVOY_DEVICE_CUDA, dist_tiny_update_cuda_batch);
+        convoy_class_set_batch_chore(sum, CONVOY_DEVICE_CUDA, dist_tiny_sum_cuda_batch);
+    }
+#endif
     convoy_dist_wait(ctx);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = bench_now();
@@ -128,9 +152,9 @@ int main(int argc, char **argv)
     convoy_param_get(ctx, "dist_fuse", fuse, sizeof(fuse));
     double tasks = (double)rounds * (double)(tin + tout);
     if (rank == 0)
-        printf("dist_tiny: ranks=%d sched=%s fuse=%s tasks=%.0f bytes=%ld seconds=%.4f "
+        printf("dist_tiny: ranks=%d sched=%s fuse=%s batch=%ld tasks=%.0f bytes=%ld seconds=%.4f "
                "tasks_per_s=%.0f messages=%llu flows=%llu flows_per_message=%.1f verified=%d\n",
-               size, convoy_sched_name(ctx), fuse, tasks, bytes, secs, tasks / secs,
+               size, convoy_sched_name(ctx), fuse, batch, tasks, bytes, secs, tasks / secs,
                (unsigned long long)all[0], (unsigned long long)all[1],
                all[0] ? (double)all[1] / (double)all[0] : 0.0, all[2] == 0);
     convoy_fini(ctx);

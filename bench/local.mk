@@ -38,5 +38,11 @@ if HAVE_MPI
 noinst_PROGRAMS += bench/dist_tiny bench/stencil
 bench_dist_tiny_SOURCES = bench/dist_tiny.c
 bench_stencil_SOURCES = bench/stencil.c
+bench_dist_tiny_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+bench_stencil_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)
+if HAVE_CUDA
+bench_dist_tiny_SOURCES += bench/dist_tiny_cuda.cu
+bench_stencil_SOURCES += bench/stencil_cuda.cu
 endif
-EXTRA_DIST += bench/dist_tiny.c bench/stencil.c
+endif
+EXTRA_DIST += bench/dist_tiny.c bench/stencil.c bench/dist_tiny_cuda.cu bench/stencil_cuda.cu

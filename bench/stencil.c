@@ -7,7 +7,9 @@
  * neighbours' edges of the last iteration (a datum per edge and per iteration parity, so
  * a tile's new edges never overwrite what its neighbours still read) and writes its own
  * edges of this iteration: edges between tiles of two ranks are the halo messages. The
- * grid's border is fixed (1.0 on the top side, 0 elsewhere). CPU chores.
+ * grid's border is fixed (1.0 on the top side, 0 elsewhere). CPU chores, and CUDA ones
+ * (bench/stencil_cuda.cu) in a build with CUDA: CONVOY_DEVICES=cuda runs the steps on the
+ * GPU, whose arithmetic is the CPU's, so the check stays bit for bit.
  *
  *   mpirun -np 2 bench/stencil [--n N] [--tiles T] [--iters K] [--convoy-...]
  *
@@ -21,6 +23,10 @@
 #include "bench/bench_common.h"
 
 enum { N_, S_, W_, E_ }; /* the sides of a tile */
+
+#if CONVOY_HAVE_CUDA
+int stencil_cuda_chore(const convoy_task_view_t *t, void *stream);
+#endif
 
 typedef struct targs {
     int ts; /* tile side */
@@ -136,6 +142,10 @@ int main(int argc, char **argv)
     convoy_class_t *step;
     convoy_class_new(ctx, "jacobi", 9, modes, 0, &step);
     convoy_class_set_chore(step, CONVOY_DEVICE_CPU, step_chore);
+    convoy_class_set_chore(step, CONVOY_DEVICE_SIM, step_chore); /* device data, tested here */
+#if CONVOY_HAVE_CUDA
+    convoy_class_set_chore(step, CONVOY_DEVICE_CUDA, stencil_cuda_chore);
+#endif
     convoy_dist_wait(ctx);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = bench_now();

@@ -160,6 +160,10 @@ void convoy__dist_comm_stop(convoy__dist_t *dist);
  * transfer xfer for peer. Returns 0, or -1 out of memory. */
 int convoy__dist_post(convoy__dist_t *dist, int peer, uint64_t xfer, const void *bytes, size_t len,
                       int failed);
+/* Draw a message in the trace (when on): recv 0 sent, 1 received; counted with the
+ * messages of convoy_get_stats, so the trace holds as many as the stats say. */
+void convoy__dist_trace_msg(convoy__dist_t *dist, int recv, int peer, uint32_t nflows,
+                            size_t bytes);
 /* dist_match.c */
 /* A whole message landed from peer: check its table, hand each flow to its receive. */
 void convoy__dist_unpack(convoy__dist_t *dist, convoy__dist_msg_t *m, int peer);

@@ -126,6 +126,19 @@ int convoy__dist_post(convoy__dist_t *dist, int peer, uint64_t xfer, const void 
     return rc;
 }
 
+void convoy__dist_trace_msg(convoy__dist_t *dist, int recv, int peer, uint32_t nflows, size_t bytes)
+{
+    convoy__trace_t *tr = dist->ctx->trace;
+    if (tr != NULL)
+        convoy__trace_emit(tr, &(convoy__trace_event_t){.kind = CONVOY__EV_MESSAGE,
+                                                        .stage = (uint8_t)recv,
+                                                        .count = (int32_t)nflows,
+                                                        .ts_ns = convoy__now_ns(),
+                                                        .bytes = bytes,
+                                                        .other_id = (uint64_t)peer,
+                                                        .ring_id = -1});
+}
+
 /* MPI's text for an error code. */
 static const char *mpi_text(int rc, char *buf)
 {
@@ -274,6 +287,9 @@ static int post_sends(convoy__dist_t *dist, comm_state_t *cs)
             continue;
         }
         atomic_fetch_add_explicit(&dist->stats.msgs_sent, 1, memory_order_relaxed);
+        convoy__dist_footer_t f;
+        memcpy(&f, s->msg->buf + s->msg->size - sizeof(f), sizeof(f));
+        convoy__dist_trace_msg(dist, 0, s->peer, f.nflows, s->msg->size);
         n++;
     }
     return n;

@@ -124,6 +124,7 @@ void convoy__dist_unpack(convoy__dist_t *dist, convoy__dist_msg_t *m, int peer)
     }
     size_t base = m->size - sizeof(f) - table;
     atomic_fetch_add_explicit(&dist->stats.msgs_recv, 1, memory_order_relaxed);
+    convoy__dist_trace_msg(dist, 1, peer, f.nflows, m->size);
     for (uint32_t i = 0; i < f.nflows; i++) {
         convoy__dist_entry_t e;
         memcpy(&e, m->buf + base + i * sizeof(e), sizeof(e));

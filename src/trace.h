@@ -25,6 +25,9 @@ typedef enum convoy__trace_kind {
     CONVOY__EV_TASK,       /* i: a task's lifecycle step (task, ring, step) */
     CONVOY__EV_COUNTER,    /* C: a counter sample (name, value in bytes) */
     CONVOY__EV_FLOW,       /* s/f: an arrow from a task to a successor (task, other) */
+    CONVOY__EV_MESSAGE,    /* i: a message of the distributed mode posted to MPI (stage 0:
+                              sent, 1: received; count: flows; bytes: the message's; other:
+                              the peer rank) */
 } convoy__trace_kind_t;
 
 /* Stages of a submission and lifecycle steps of a task. */

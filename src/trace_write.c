@@ -30,6 +30,7 @@
  * it. Writing a number once, here, keeps the recorders' numbering (trace.h) simple. */
 #define OUT_ID(x) ((int64_t)(x) + 1)
 #define TASKS_TID 32766         /* the task lifecycle lane of pid 0 (written 32767) */
+#define MSGS_TID 32765          /* the messages lane of pid 0 (distributed mode) */
 #define MAX_DUR_NS (1ull << 62) /* a longer duration is a clock wrap: written as 0 */
 
 static const char *const step_names[] = {"inserted",  "ready",  "staged-in", "executed",
@@ -315,6 +316,16 @@ static void put_other(out_t *o, const convoy__trace_t *t, const convoy__trace_ev
         put_lit(o, "}}");
         break;
     case CONVOY__EV_FLOW: put_flow(o, t, e, tasks, ++*flow_id); break;
+    case CONVOY__EV_MESSAGE:
+        put_head(o, t, "i", e->stage == 0 ? "send" : "receive", "message", 0, MSGS_TID, e->ts_ns);
+        put_lit(o, ",\"s\":\"t\",\"args\":{\"peer\":");
+        put_u64(o, e->other_id);
+        put_key(o, "flows");
+        put_i64(o, e->count);
+        put_key(o, "bytes");
+        put_u64(o, e->bytes);
+        put_lit(o, "}}");
+        break;
     default: break;
     }
 }
@@ -397,10 +408,11 @@ static void put_meta(out_t *o, const char *what, int pid, int tid, const char *n
 /* Write every event; 0 on success, -1 without memory. */
 static int write_events(convoy__trace_t *t, out_t *f)
 {
-    size_t total = 0, nx = 0, ntask = 0;
+    size_t total = 0, nx = 0, ntask = 0, nmsg = 0;
     FOR_EACH_EVENT(t, e)
     {
         total++;
+        nmsg += e->kind == CONVOY__EV_MESSAGE;
         nx += is_complete(e);
         ntask += e->kind == CONVOY__EV_TASK;
     }
@@ -448,6 +460,8 @@ static int write_events(convoy__trace_t *t, out_t *f)
     if (!named_cpus)
         put_meta(f, "process_name", 0, 0, "cpus");
     put_meta(f, "thread_name", 0, TASKS_TID, "tasks");
+    if (nmsg > 0)
+        put_meta(f, "thread_name", 0, MSGS_TID, "messages");
     for (size_t i = 0; i < nx; i++)
         put_complete(f, t, xs[i]);
     /* Flow events last: Perfetto binds a flow event to the slice open on its track when
@@ -467,6 +481,10 @@ static int write_events(convoy__trace_t *t, out_t *f)
     put_u64(f, total);
     put_key(f, "dropped_events");
     put_u64(f, atomic_load(&t->dropped));
+    /* Where ts 0 is on CLOCK_MONOTONIC, one clock for every process of a host: lets
+     * convoy-trace merge align the ranks of a distributed run. */
+    put_key(f, "clock_origin_ns");
+    put_u64(f, t->t0_ns);
     put_lit(f, "}}\n");
     free(xs);
     free(tasks.slot);

@@ -3,7 +3,8 @@
  * trace_summary.c, trace_svg.c): bad inputs (not JSON, truncated, wrong types, missing
  * fields, huge numbers, negative durations, deep nesting) rejected with a message naming
  * the file; traces of the format before 2026-12-01 still read; the plot's window counts
- * from the first event and an empty one is refused; dense runs drawn by opacity.
+ * from the first event and an empty one is refused; dense runs drawn by opacity; the
+ * distributed mode's message events counted (and bad ones refused).
  */
 #include "config.h"
 
@@ -57,6 +58,17 @@ static const bad_input_t bad_inputs[] = {
     {EV("{\"ph\":\"i\",\"name\":\"exploded\",\"cat\":\"task\",\"pid\":0,\"tid\":0,\"ts\":1,"
         "\"args\":{\"task\":1,\"ring\":-1}}"),
      "unknown task step"},
+    {EV("{\"ph\":\"i\",\"name\":\"shout\",\"cat\":\"message\",\"pid\":1,\"tid\":1,\"ts\":1,"
+        "\"args\":{\"peer\":1,\"flows\":2,\"bytes\":64}}"),
+     "a message event's name must be send or receive"},
+    {EV("{\"ph\":\"i\",\"name\":\"send\",\"cat\":\"message\",\"pid\":1,\"tid\":1,\"ts\":1,"
+        "\"args\":{\"peer\":1,\"bytes\":64}}"),
+     "'args.flows' is missing"},
+    {EV("{\"ph\":\"i\",\"name\":\"receive\",\"cat\":\"message\",\"pid\":1,\"tid\":1,"
+        "\"ts\":1,\"args\":{\"peer\":-1,\"flows\":2,\"bytes\":64}}"),
+     "'args.peer' is -1"},
+    {EV("{\"ph\":\"i\",\"name\":\"send\",\"cat\":\"message\",\"pid\":1,\"tid\":1,\"ts\":1}"),
+     "'args' is missing"},
     {EV("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":5}}"),
      "'args.name' must be a string"},
 };
@@ -99,6 +111,29 @@ START_TEST(reader_rejects_bad_input)
     convoy__tr_summary_t *s;
     ck_assert_int_eq(convoy__tr_summarise(t, &s, err, sizeof(err)), 0);
     ck_assert_ptr_nonnull(convoy__tr_figure(s, "pid 3: other time"));
+    convoy__tr_summary_free(s);
+    convoy__tr_free(t);
+    /* Messages of the distributed mode: counted each way, with their flows and bytes. */
+    static const char msgs[] =
+        "[{\"ph\":\"i\",\"name\":\"send\",\"cat\":\"message\",\"pid\":1,\"tid\":32766,"
+        "\"ts\":1,\"s\":\"t\",\"args\":{\"peer\":1,\"flows\":3,\"bytes\":100}},"
+        "{\"ph\":\"i\",\"name\":\"send\",\"cat\":\"message\",\"pid\":1,\"tid\":32766,"
+        "\"ts\":2,\"s\":\"t\",\"args\":{\"peer\":2,\"flows\":1,\"bytes\":50}},"
+        "{\"ph\":\"i\",\"name\":\"receive\",\"cat\":\"message\",\"pid\":1,\"tid\":32766,"
+        "\"ts\":3,\"s\":\"t\",\"args\":{\"peer\":1,\"flows\":4,\"bytes\":70}}]";
+    ck_assert_msg(convoy__tr_parse(msgs, strlen(msgs), "m.json", &t, err, sizeof(err)) == 0, "%s",
+                  err);
+    ck_assert_int_eq(convoy__tr_summarise(t, &s, err, sizeof(err)), 0);
+    static const struct {
+        const char *label;
+        double value;
+    } want[] = {{"messages sent", 2},     {"flows sent", 4},     {"message bytes sent", 150},
+                {"messages received", 1}, {"flows received", 4}, {"message bytes received", 70}};
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        const convoy__tr_figure_t *f = convoy__tr_figure(s, want[k].label);
+        ck_assert_msg(f != NULL && f->value == want[k].value, "%s: %g", want[k].label,
+                      f != NULL ? f->value : -1.0);
+    }
     convoy__tr_summary_free(s);
     convoy__tr_free(t);
     /* The format before 2026-12-01 (pid and tid from 0, displayTimeUnit) still reads. */

@@ -180,8 +180,8 @@ TESTS += tests/man3_api.sh
 EXTRA_DIST += tests/man3_api.sh
 
 # Two processes with one CONVOY_TRACE=run-%p.json pattern write two traces.
-TESTS += tests/trace_procs.sh
-EXTRA_DIST += tests/trace_procs.sh doc/make-reference.sh doc/reference.md.in doc/example.c
+TESTS += tests/trace_procs.sh tests/trace_merge.sh
+EXTRA_DIST += tests/trace_procs.sh tests/trace_merge.sh doc/make-reference.sh doc/reference.md.in doc/example.c
 
 # The trace: its Check suite (runtime + reader) and a bounded fuzz run of the reader.
 if HAVE_JANSSON

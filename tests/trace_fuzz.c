@@ -151,6 +151,9 @@ static const char *const tokens[] = {
     "\"cat\":\"task\"",
     "\"cat\":\"cpu\"",
     "\"cat\":\"launch\"",
+    "\"cat\":\"message\"",
+    "\"name\":\"receive\"",
+    "\"peer\":-1",
     "\"args\":{}",
     "\"args\":[]",
     "\"name\":\"pushout\"",
@@ -199,6 +202,10 @@ static void seed_corpus(void)
         "\"s\":\"t\",\"args\":{\"task\":0,\"ring\":0,\"class\":\"axpy\"}},\n"
         "{\"ph\":\"i\",\"name\":\"failed\",\"cat\":\"task\",\"pid\":0,\"tid\":32767,\"ts\":26,"
         "\"s\":\"t\",\"args\":{\"task\":1,\"ring\":0,\"class\":\"axpy\"}},\n"
+        "{\"ph\":\"i\",\"name\":\"send\",\"cat\":\"message\",\"pid\":0,\"tid\":32766,\"ts\":27,"
+        "\"s\":\"t\",\"args\":{\"peer\":1,\"flows\":3,\"bytes\":4096}},\n"
+        "{\"ph\":\"i\",\"name\":\"receive\",\"cat\":\"message\",\"pid\":0,\"tid\":32766,"
+        "\"ts\":28,\"s\":\"t\",\"args\":{\"peer\":1,\"flows\":1,\"bytes\":64}},\n"
         "{\"ph\":\"C\",\"name\":\"sim0 memory\",\"pid\":1,\"tid\":0,\"ts\":3,"
         "\"args\":{\"value\":4096}},\n"
         "{\"ph\":\"s\",\"name\":\"dep\",\"cat\":\"dep\",\"pid\":0,\"tid\":32767,\"ts\":25,"

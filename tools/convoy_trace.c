@@ -4,6 +4,7 @@
  *   convoy-trace summary run.json            per-stage time, rings, submissions, latency
  *   convoy-trace compare a.json b.json       the same figures side by side, with b/a
  *   convoy-trace plot run.json -o run.svg    an SVG timeline, one lane per stream/worker
+ *   convoy-trace merge r0.json r1.json... -o all.json   per-rank traces in one file
  *
  * Exit status: 0 on success; 2 for a usage error or an input that cannot be read or is
  * not a valid trace (the message names the file and what is wrong); 1 when the output
@@ -27,6 +28,7 @@ static const char usage_text[] =
     "usage: convoy-trace summary TRACE.json\n"
     "       convoy-trace compare A.json B.json\n"
     "       convoy-trace plot TRACE.json -o OUT.svg [--width PIXELS] [--from US] [--to US]\n"
+    "       convoy-trace merge RANK0.json RANK1.json... -o OUT.json\n"
     "       convoy-trace --help | --version\n"
     "\n"
     "Reads the Chrome trace-event JSON that convoy writes with CONVOY_TRACE=FILE.\n"
@@ -38,6 +40,9 @@ static const char usage_text[] =
     "  plot     an SVG timeline: one lane per stream or worker, copies and launches as\n"
     "           colored rectangles; --from/--to select a window (microseconds from the\n"
     "           first event, as on the axis), --width the picture's width (default 1600)\n"
+    "  merge    the per-rank traces of a distributed run (in rank order) in one file:\n"
+    "           rank k's processes become pids k * 1000 + pid, named 'rank k: ...', on\n"
+    "           one clock where the traces record theirs (-o - : standard output)\n"
     "Exit status: 0 success, 1 the output could not be written, 2 usage error, bad input\n"
     "or a plot window with no event.\n";
 
@@ -197,6 +202,76 @@ static int cmd_plot(int argc, char **argv)
     return rc == -2 ? EXIT_BAD_INPUT : rc != 0 ? EXIT_OUTPUT : 0;
 }
 
+/* argv[0] is "merge"; -o anywhere, two traces or more. */
+static int cmd_merge(int argc, char **argv)
+{
+    const char *outp = NULL;
+    const char **in = calloc((size_t)argc, sizeof(*in));
+    int n = 0;
+    if (in == NULL) {
+        fprintf(stderr, "convoy-trace: out of memory\n");
+        return EXIT_OUTPUT;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (i + 1 == argc) {
+                free(in);
+                fprintf(stderr, "convoy-trace: %s needs a value\n", argv[i]);
+                return usage(NULL);
+            }
+            outp = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            free(in);
+            fprintf(stderr, "convoy-trace: unknown option %s\n", argv[i]);
+            return usage(NULL);
+        } else {
+            in[n++] = argv[i];
+        }
+    }
+    if (n < 2 || outp == NULL) {
+        free(in);
+        return usage("merge needs two trace files or more and -o OUT.json");
+    }
+    int to_stdout = strcmp(outp, "-") == 0;
+    /* Written under a temporary name: a failed merge leaves no partial file at OUT. */
+    char *tmp = NULL;
+    FILE *out = stdout;
+    if (!to_stdout) {
+        size_t len = strlen(outp) + 8;
+        tmp = malloc(len);
+        if (tmp != NULL)
+            snprintf(tmp, len, "%s.part", outp);
+        out = tmp != NULL ? fopen(tmp, "w") : NULL;
+        if (out == NULL) {
+            fprintf(stderr, "convoy-trace: cannot write %s: %s\n", tmp ? tmp : outp,
+                    strerror(errno));
+            free(tmp);
+            free(in);
+            return EXIT_OUTPUT;
+        }
+    }
+    char err[1024];
+    int rc = convoy__tr_merge(in, n, out, err, sizeof(err));
+    if (!to_stdout && fclose(out) != 0 && rc == 0) {
+        snprintf(err, sizeof(err), "writing %s failed: %s", tmp, strerror(errno));
+        rc = 1;
+    }
+    if (rc == 0 && !to_stdout && rename(tmp, outp) != 0) {
+        snprintf(err, sizeof(err), "cannot rename %s to %s: %s", tmp, outp, strerror(errno));
+        rc = 1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "convoy-trace: %s\n", err);
+        if (!to_stdout)
+            remove(tmp);
+    }
+    free(tmp);
+    free(in);
+    if (rc == 0 && to_stdout)
+        return finish_stdout();
+    return rc < 0 ? EXIT_BAD_INPUT : rc > 0 ? EXIT_OUTPUT : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -220,6 +295,8 @@ int main(int argc, char **argv)
         return cmd_compare(argc - 2, argv + 2);
     if (strcmp(cmd, "plot") == 0)
         return cmd_plot(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0)
+        return cmd_merge(argc - 1, argv + 1);
     fprintf(stderr, "convoy-trace: unknown command '%s'\n", cmd);
     return usage(NULL);
 }

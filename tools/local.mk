@@ -10,9 +10,9 @@ convoy_trace_reader = tools/trace_read.c tools/trace_read.h tools/trace_summary.
 
 if HAVE_JANSSON
 bin_PROGRAMS += tools/convoy-trace
-tools_convoy_trace_SOURCES = tools/convoy_trace.c $(convoy_trace_reader)
+tools_convoy_trace_SOURCES = tools/convoy_trace.c tools/trace_merge.c $(convoy_trace_reader)
 tools_convoy_trace_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tools_convoy_trace_LDADD = $(JANSSON_LIBS) $(CONVOY_SYS_LIBS)
 endif
 dist_man1_MANS += doc/convoy-trace.1
-EXTRA_DIST += tools/convoy_trace.c $(convoy_trace_reader)
+EXTRA_DIST += tools/convoy_trace.c tools/trace_merge.c $(convoy_trace_reader)

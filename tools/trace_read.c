@@ -281,6 +281,15 @@ static int read_args(parse_t *p, json_t *args, convoy__tr_event_t *ev)
                        get_str(p, args, "args.", "class", 0, &ev->cls)
                    ? -1
                    : 0;
+    case CONVOY__TR_MESSAGE:
+        if (strcmp(ev->name, "send") != 0 && strcmp(ev->name, "receive") != 0)
+            return fail(p, "a message event's name must be send or receive");
+        ev->stage = (int8_t)(ev->name[0] == 'r'); /* 0 sent, 1 received */
+        return get_int(p, args, "args.", "peer", 1, 0, INT32_MAX, &ev->task) ||
+                       get_int(p, args, "args.", "flows", 1, 0, INT32_MAX, &ev->count) ||
+                       get_int(p, args, "args.", "bytes", 1, 0, INT64_MAX, (int64_t *)&ev->bytes)
+                   ? -1
+                   : 0;
     default: return 0;
     }
 }
@@ -328,6 +337,8 @@ static int read_event(parse_t *p, json_t *e)
             ev.cat = CONVOY__TR_CPU;
     } else if (ev.ph == 'i' && cat != NULL && strcmp(cat, "task") == 0) {
         ev.cat = CONVOY__TR_TASK;
+    } else if (ev.ph == 'i' && cat != NULL && strcmp(cat, "message") == 0) {
+        ev.cat = CONVOY__TR_MESSAGE;
     } else if (ev.ph == 'C') {
         ev.cat = CONVOY__TR_COUNTER;
         if (args == NULL)

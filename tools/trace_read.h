@@ -20,6 +20,7 @@ typedef enum convoy__tr_cat {
     CONVOY__TR_CPU,      /* X: a chore run on a CPU worker */
     CONVOY__TR_TASK,     /* i: a task lifecycle step */
     CONVOY__TR_COUNTER,  /* C */
+    CONVOY__TR_MESSAGE,  /* i: a message of the distributed mode; name send or receive */
     CONVOY__TR_OTHER,
     CONVOY__TR_NCATS
 } convoy__tr_cat_t;
@@ -57,9 +58,10 @@ typedef struct convoy__tr_event {
     const char *name; /* owned by the trace */
     const char *cls;  /* task events: args.class (may be NULL) */
     int64_t ring;     /* -1 when none */
-    int64_t task;     /* task and cpu events */
-    int64_t count;    /* copies (copy events) or tasks (launch, cpu events) */
-    uint64_t bytes;   /* copy events */
+    int64_t task;     /* task and cpu events; message events: the peer rank */
+    int64_t count;    /* copies (copy events), tasks (launch, cpu events) or flows
+                         (message events) */
+    uint64_t bytes;   /* copy and message events */
 } convoy__tr_event_t;
 
 /* A process (tid -1) or thread name from an M event. */
@@ -133,6 +135,11 @@ void convoy__tr_summary_free(convoy__tr_summary_t *sum); /* accepts NULL */
 
 /* The figure with this label, or NULL. */
 const convoy__tr_figure_t *convoy__tr_figure(const convoy__tr_summary_t *sum, const char *label);
+
+/* Merge n traces (trace_merge.c: input k is rank k, pids k * 1000 + pid) into out.
+ * Returns 0; -1 for an input that cannot be read or merged, 1 when writing failed; err
+ * says why, naming the file. */
+int convoy__tr_merge(const char *const *paths, int n, FILE *out, char *err, size_t errlen);
 
 /* Print a summary (convoy-trace summary), or two side by side with ratios b/a
  * (trace_summary.c). */

@@ -258,6 +258,30 @@ static int summarise_rings(const convoy__tr_trace_t *t, convoy__tr_summary_t *s)
     return add_hist(s, "rings", "rings", "task", "tasks", hist);
 }
 
+/* The distributed mode's messages: how many each way, their flows and bytes. */
+static int summarise_messages(const convoy__tr_trace_t *t, convoy__tr_summary_t *s)
+{
+    uint64_t n[2] = {0, 0}, flows[2] = {0, 0};
+    double bytes[2] = {0, 0};
+    for (size_t i = 0; i < t->nev; i++) {
+        const convoy__tr_event_t *e = &t->ev[i];
+        if (e->cat != CONVOY__TR_MESSAGE)
+            continue;
+        int k = e->stage == 1;
+        n[k]++;
+        flows[k] += (uint64_t)e->count;
+        bytes[k] += (double)e->bytes;
+    }
+    if (n[0] + n[1] == 0)
+        return 0;
+    return add_fig(s, "messages", "", (double)n[0], "messages sent") ||
+           add_fig(s, "messages", "", (double)flows[0], "flows sent") ||
+           add_fig(s, "messages", "B", bytes[0], "message bytes sent") ||
+           add_fig(s, "messages", "", (double)n[1], "messages received") ||
+           add_fig(s, "messages", "", (double)flows[1], "flows received") ||
+           add_fig(s, "messages", "B", bytes[1], "message bytes received");
+}
+
 /* Submissions: counts, copies per submission, bytes per stage, bandwidth per method. */
 static int summarise_copies(const convoy__tr_trace_t *t, convoy__tr_summary_t *s)
 {
@@ -401,7 +425,7 @@ int convoy__tr_summarise(const convoy__tr_trace_t *t, convoy__tr_summary_t **sum
 {
     convoy__tr_summary_t *s = calloc(1, sizeof(*s));
     if (s == NULL || summarise_stages(t, s) || summarise_rings(t, s) || summarise_copies(t, s) ||
-        summarise_tasks(t, s)) {
+        summarise_tasks(t, s) || summarise_messages(t, s)) {
         convoy__tr_summary_free(s);
         snprintf(err, errlen, "%s: out of memory summarising it", t->label);
         return -1;
