@@ -148,9 +148,15 @@ convoy_status_t convoy__trace_open(convoy_context_t *ctx, const char *pattern, i
                            t->path);
         goto err;
     }
-    /* Unique per open: two processes (or contexts) never share a temporary file. */
-    snprintf(t->tmp_path, len, "%s.tmp.%ld.%" PRIu64, t->path, (long)getpid(), t->gen);
-    t->fd = open(t->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    /* Unique per open: two processes (or contexts) never share a temporary file. One
+     * left by a process that died (a crash, a kill) under a pid now reused is skipped. */
+    t->fd = -1;
+    errno = EEXIST;
+    for (uint64_t k = 0; k < 64 && t->fd < 0 && errno == EEXIST; k++) {
+        snprintf(t->tmp_path, len, "%s.tmp.%ld.%" PRIu64 "%s%.0" PRIu64, t->path,
+                 (long)getpid(), t->gen, k ? "." : "", k);
+        t->fd = open(t->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    }
     if (t->fd < 0) {
         st = convoy__error(ctx, CONVOY_ERR_IO, "cannot write the trace to %s: %s", t->path,
                            strerror(errno));

@@ -192,6 +192,29 @@ START_TEST(pid_in_path)
 }
 END_TEST
 
+START_TEST(stale_temporary_files)
+{
+    /* Proves: temporary files a dead process left under this pid (a crash, a kill; the
+     * pid reused since) do not stop a trace: it is written beside them. */
+    make_dir();
+    char path[128], stale[192];
+    snprintf(path, sizeof(path), "%s/run.json", dir);
+    int nstale = 0;
+    for (int g = 0; g < 256; g++) { /* every open-count this process may be at */
+        snprintf(stale, sizeof(stale), "%s.tmp.%ld.%d", path, (long)getpid(), g);
+        FILE *f = fopen(stale, "w");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+        nstale++;
+    }
+    convoy_context_t *ctx;
+    ck_assert_msg(init_traced(path, &ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(NULL));
+    convoy_fini(ctx);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    ck_assert_int_eq(remove_dir(), nstale + 1);
+}
+END_TEST
+
 /* The log lines convoy_init prints at level info with log_prefix = mode. */
 static void init_log(const char *mode, char *out, size_t len)
 {
@@ -242,6 +265,7 @@ static Suite *suite(void)
     tcase_add_test(tc, refuses_special_files);
     tcase_add_test(tc, one_path_one_context);
     tcase_add_test(tc, pid_in_path);
+    tcase_add_test(tc, stale_temporary_files);
     tcase_add_test(tc, log_prefix_lines);
     return s;
 }
