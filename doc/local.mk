@@ -35,6 +35,7 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-01-host5-tests.log \
 	doc/results/h200-2026-12-01-host5-machine.txt \
 	doc/results/h200-2026-12-01-host6-memcheck.log \
+	doc/results/h200-2026-12-01-host8-dist.log \
 	doc/results/h200-2026-12-01-machine.txt \
 	doc/results/copy_paths_h2d.svg \
 	doc/results/copy_paths_d2h.svg \
