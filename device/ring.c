@@ -329,8 +329,10 @@ static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, in
     return 1;
 }
 
-/* Zeroed room for n members: a spare array (the smallest that fits), else a new one. */
-static convoy__member_t *members_get(convoy__pipe_t *p, int n, int *cap_p)
+/* Room for n members: a spare array (the smallest that fits), else a new one; zeroed
+ * unless the caller sets each member up itself (a ring of tasks clears each as it fills
+ * it, so zeroing here too cleared 140 KiB twice per ring). */
+static convoy__member_t *members_get(convoy__pipe_t *p, int n, int zero, int *cap_p)
 {
     int best = -1;
     for (int i = 0; i < CONVOY__SPARE_MEMBERS; i++)
@@ -344,7 +346,8 @@ static convoy__member_t *members_get(convoy__pipe_t *p, int n, int *cap_p)
     convoy__member_t *m = p->spare_members[best].m;
     *cap_p = p->spare_members[best].cap;
     p->spare_members[best].m = NULL;
-    memset(m, 0, (size_t)n * sizeof(*m));
+    if (zero)
+        memset(m, 0, (size_t)n * sizeof(*m));
     return m;
 }
 
@@ -377,7 +380,7 @@ convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int 
 {
     convoy__ring_t *r = calloc(1, sizeof(*r));
     int cap = 0;
-    convoy__member_t *m = r != NULL ? members_get(p, n, &cap) : NULL;
+    convoy__member_t *m = r != NULL ? members_get(p, n, kind != RING_TASKS, &cap) : NULL;
     if (m == NULL) {
         free(r);
         for (int i = 0; i < n; i++)
