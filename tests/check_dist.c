@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "convoy.h"
+#include "tests/dist_check.h"
 
 #define ND 12
 #define NT 90
@@ -27,16 +28,6 @@
 static int g_rank, g_size;
 static uint64_t g_failed, g_cancelled, g_flows; /* this rank's, over every run */
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", g_rank, __FILE__, __LINE__,      \
-                    #cond);                                                                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t rng_state;
 static uint64_t rnd(void)

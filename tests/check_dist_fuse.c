@@ -26,21 +26,12 @@
 #include <string.h>
 
 #include "convoy.h"
+#include "tests/dist_check.h"
 #include "dist/dist.h" /* the broken test reaches convoy's communicator */
 #include <time.h>
 
 static int g_rank, g_size;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", g_rank, __FILE__, __LINE__,      \
-                    #cond);                                                                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
 
 static int copy_chore(const convoy_task_view_t *t, void *stream)
 {

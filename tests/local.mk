@@ -215,7 +215,7 @@ tests_failalloc_la_SOURCES = tests/failalloc.c
 tests_failalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_failalloc_la_LIBADD = -ldl
 check_PROGRAMS += tests/failalloc_run
-tests_failalloc_run_SOURCES = tests/failalloc_run.c
+tests_failalloc_run_SOURCES = tests/failalloc_run.c tests/sanitized.h
 TESTS += tests/failalloc.sh
 EXTRA_DIST += tests/failalloc.sh
 
@@ -224,7 +224,8 @@ EXTRA_DIST += tests/failalloc.sh
 # its sanitizer phases.
 EXTRA_DIST += tests/stress.sh
 check_PROGRAMS += tests/stress_misuse
-tests_stress_misuse_SOURCES = tests/stress_misuse.c tests/stress_misuse_calls.c tests/stress_misuse.h
+tests_stress_misuse_SOURCES = tests/stress_misuse.c tests/stress_misuse_calls.c tests/stress_misuse.h \
+	tests/sanitized.h
 tests_stress_misuse_LDADD = $(LDADD) -lpthread
 stress: $(convoy_check_suites) tests/stress_misuse
 	$(SHELL) $(top_srcdir)/tests/stress.sh tests
@@ -239,8 +240,9 @@ EXTRA_DIST += tests/ports/check.sh tests/ports/include/cuda_runtime_api.h \
 # mpirun (plain programs: a process that initialised MPI must not fork).
 if HAVE_MPI
 check_PROGRAMS += tests/check_dist tests/check_dist_fuse
-tests_check_dist_SOURCES = tests/check_dist.c
-tests_check_dist_fuse_SOURCES = tests/check_dist_fuse.c
+tests_check_dist_SOURCES = tests/check_dist.c tests/dist_check.h
+tests_check_dist_fuse_SOURCES = tests/check_dist_fuse.c tests/dist_check.h
 endif
 TESTS += tests/dist_mpirun.sh
-EXTRA_DIST += tests/dist_mpirun.sh tests/dist_tsan.supp tests/check_dist.c tests/check_dist_fuse.c
+EXTRA_DIST += tests/dist_mpirun.sh tests/dist_tsan.supp tests/check_dist.c tests/check_dist_fuse.c \
+	tests/dist_check.h tests/sanitized.h

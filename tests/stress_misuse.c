@@ -35,16 +35,7 @@
 #include "convoy.h"
 #include "stress_misuse.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+#include "tests/sanitized.h"
 
 #define NSIDE 2 /* the side thread's counters */
 
