@@ -13,13 +13,8 @@ set -u
 phase=${1:?usage: bench/h200_final2.sh bench|memcheck}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 top=$PWD; w=$top/.dev/final
-build() { # name tarball configure-args...
-    local name=$1 tarball=$2; shift 2
-    rm -rf "$w/$name" && mkdir -p "$w/$name" && tar -C "$w/$name" -xzf "$tarball" &&
-        cd "$w/$name"/convoy-* && ./configure --with-cuda-arch=90 "$@" >"$out/configure-$name.log" 2>&1 &&
-        make -j16 >"$out/make-$name.log" 2>&1
-    echo "build $name rc=$?"; cd "$top"
-}
+. "$(dirname "$0")/h200_build.sh"
+build() { h200_build "$1" "$2" "$w" "${@:3}"; }
 if [ "$phase" = bench ]; then
     { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -n 2; nproc; mpirun --version 2>&1 | head -1; } >"$out/machine.txt" 2>&1
     build base .dev/convoy-base.tar.gz & build new .dev/convoy-new.tar.gz & wait

@@ -3,8 +3,8 @@
 # tiny_tasks and chains, base (.dev/convoy-base.tar.gz) and new (.dev/convoy-new.tar.gz).
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"; top=$PWD
-build() { mkdir -p /tmp/$1 && tar -C /tmp/$1 -xzf "$2" && cd /tmp/$1/convoy-* && ./configure --with-cuda-arch=90 >"$out/configure-$1.log" 2>&1 && make -j16 >"$out/make-$1.log" 2>&1; echo "build $1 rc=$?"; cd "$top"; }
-rm -rf /tmp/base /tmp/new
+. "$(dirname "$0")/h200_build.sh"
+build() { h200_build "$1" "$2" /tmp "${@:3}"; }
 build base .dev/convoy-base.tar.gz & build new .dev/convoy-new.tar.gz & wait
 BASE=$(echo /tmp/base/convoy-*); NEW=$(echo /tmp/new/convoy-*)
 export CONVOY_DEVICES=cuda
