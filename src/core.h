@@ -152,7 +152,9 @@ typedef struct convoy__queue_wait {
     _Atomic uint64_t pushes; /* bumped by each push that wakes (the scheduler says which) */
     _Atomic uint64_t pushed; /* bumped by every push */
     atomic_int sleepers;     /* consumers in (or entering) the wait */
-    atomic_int spinners;     /* CPU workers polling `pushes` (queue 0 only) */
+    atomic_int spinners;     /* CPU workers polling `pushes`, or woken to (queue 0 only) */
+    int watches;             /* under lock: wake-ups that hand a sleeper the poller's place */
+    _Atomic uint64_t signals; /* wake-ups sent by pushes (not by workers handing over) */
 } convoy__queue_wait_t;
 
 /* The distributed layer (dist/, doc/dist.md) above the core: NULL while it is off. The
@@ -298,8 +300,9 @@ static inline int convoy__task_internal(const convoy__task_t *t)
 
 /* Queues (src/worker.c): push to the scheduler and wake the consumer. */
 void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task);
-/* Wait on a queue's wake-up until a push newer than seen, or deadline_ns. */
-void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns);
+/* Wait on a queue's wake-up until a push newer than seen, or deadline_ns. Returns 1 when
+ * the wake-up handed the caller the poller's place (queue 0: it is counted in spinners). */
+int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns);
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
 /* Every push to queue so far (pushes counts those that wake its consumer). */
 uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue);

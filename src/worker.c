@@ -15,8 +15,26 @@
 
 #define CONVOY__CPU_RING_MAX 64 /* tasks a CPU worker takes at once */
 
+/* A CPU worker's next task: the first CPU task its own work made ready (a completion's
+ * successor, a task a chore inserted) is kept here and run next instead of going through
+ * the queue, so a chain of CPU tasks costs no push, pop or wake-up per task. At most
+ * CONVOY__CPU_SLOT_RUNS in a row: then the queue's tasks get their turn. */
+#define CONVOY__CPU_SLOT_RUNS 64
+
+typedef struct cpu_slot {
+    convoy_context_t *ctx; /* the worker's context; NULL on other threads */
+    convoy__task_t *next;
+    int runs; /* tasks run from the slot since the last pop */
+} cpu_slot_t;
+
+static __thread cpu_slot_t slot;
+
 void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
 {
+    if (queue == 0 && slot.ctx == ctx && slot.next == NULL && slot.runs < CONVOY__CPU_SLOT_RUNS) {
+        slot.next = task;
+        return;
+    }
     int wake = ctx->sched->push(ctx->sched_state, queue, task);
     /* After the push: a consumer that reads the new count finds the task queued. */
     atomic_fetch_add_explicit(&ctx->qwait[queue].pushed, 1, memory_order_release);
@@ -31,18 +49,46 @@ static void wake_one(convoy__queue_wait_t *w)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Wake one sleeping CPU worker to be the poller, unless a worker polls already or one is
+ * on its way to: a burst of pushes (a ring's completion making its successors ready)
+ * costs the pusher one wake-up, not one per task. On the H200 host each wake-up costs
+ * the pusher microseconds (doc/results.md, 2026-12-01: successors became ready in groups
+ * 45 us apart). The woken worker hands the watch on when it goes to work (worker_main). */
+static int wake_poller(convoy__queue_wait_t *w)
+{
+    int none = 0, woke = 0;
+    if (atomic_load(&w->sleepers) == 0 || !atomic_compare_exchange_strong(&w->spinners, &none, 1))
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    if (atomic_load(&w->sleepers) > 0) {
+        w->watches++;
+        pthread_cond_signal(&w->cond);
+        woke = 1;
+    } else {
+        atomic_fetch_sub(&w->spinners, 1); /* all awake: they see the push themselves */
+    }
+    pthread_mutex_unlock(&w->lock);
+    return woke;
+}
+
 /* Pushes, sleepers and spinners are sequentially consistent atomics: a pusher bumps
  * `pushes` then reads `spinners` and `sleepers`; a sleeper bumps `sleepers` then reads
  * `pushes` (under the lock, which it holds into the wait); a spinner reads `pushes`
  * again after it stops spinning and before it sleeps. So a push that finds a spinner
  * needs no wake-up: that spinner, or the one it hands over to (worker_main), sees it.
- * A push takes no lock while a consumer is awake to see it. */
+ * A push takes no lock while a consumer is awake to see it. Device queues have one
+ * consumer (their progress thread), woken directly. */
 void convoy__queue_wake(convoy_context_t *ctx, int queue)
 {
     convoy__queue_wait_t *w = &ctx->qwait[queue];
     atomic_fetch_add(&w->pushes, 1);
-    if (atomic_load(&w->spinners) == 0 && atomic_load(&w->sleepers) > 0)
+    if (atomic_load(&w->spinners) != 0 || atomic_load(&w->sleepers) == 0)
+        return;
+    if (queue != 0)
         wake_one(w);
+    else if (!wake_poller(w))
+        return;
+    atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
 }
 
 void convoy__queues_expedite(convoy_context_t *ctx, int begin)
@@ -65,21 +111,25 @@ uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue)
     return atomic_load_explicit(&ctx->qwait[queue].pushed, memory_order_acquire);
 }
 
-void convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns)
+int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns)
 {
     convoy__queue_wait_t *w = &ctx->qwait[queue];
     struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
                           .tv_nsec = (long)(deadline_ns % 1000000000ull)};
     pthread_mutex_lock(&w->lock);
     atomic_fetch_add(&w->sleepers, 1);
-    while (atomic_load(&w->pushes) == seen && !atomic_load(&ctx->stopping)) {
+    while (atomic_load(&w->pushes) == seen && w->watches == 0 && !atomic_load(&ctx->stopping)) {
         if (deadline_ns == UINT64_MAX)
             pthread_cond_wait(&w->cond, &w->lock);
         else if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT)
             break;
     }
+    /* Any sleeper may take the watch a wake-up left: whoever leaves first polls. */
+    int watch = w->watches > 0;
+    w->watches -= watch;
     atomic_fetch_sub(&w->sleepers, 1);
     pthread_mutex_unlock(&w->lock);
+    return watch;
 }
 
 /* Poll the queue's push count for up to spin_ns before sleeping: a worker that sleeps
@@ -128,6 +178,7 @@ static void *worker_main(void *p)
         convoy__trace_name(ctx->trace, 0, index, name);
     }
     convoy__task_t *ring[CONVOY__CPU_RING_MAX];
+    slot = (cpu_slot_t){.ctx = ctx};
     uint64_t spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_us") * 1000.0);
     convoy__queue_wait_t *w = &ctx->qwait[0];
     int spinning = 0;
@@ -140,12 +191,19 @@ static void *worker_main(void *p)
             /* The last spinner goes to work: pushes it let pass without a wake-up may
              * still wait, so hand the watch to a sleeper (which spins in its turn). A
              * busy worker with work left behind it does the same. */
-            int last = spinning ? atomic_fetch_sub(&w->spinners, 1) == 1
-                                : atomic_load(&w->spinners) == 0;
+            if (spinning)
+                atomic_fetch_sub(&w->spinners, 1);
             spinning = 0;
-            if (last && atomic_load(&w->sleepers) > 0 && ctx->sched->depth(ctx->sched_state, 0) > 0)
-                wake_one(w);
+            if (ctx->sched->depth(ctx->sched_state, 0) > 0)
+                (void)wake_poller(w);
+            slot.runs = 0;
             convoy__host_execute(ctx, index, ring, n);
+            while (slot.next != NULL) {
+                convoy__task_t *t = slot.next;
+                slot.next = NULL;
+                slot.runs++;
+                convoy__host_execute(ctx, index, &t, 1);
+            }
             continue;
         }
         if (atomic_load(&ctx->stopping))
@@ -165,7 +223,7 @@ static void *worker_main(void *p)
         }
         if (convoy__queue_pushes(ctx, 0) != seen)
             continue;
-        convoy__queue_sleep(ctx, 0, seen, deadline);
+        spinning = convoy__queue_sleep(ctx, 0, seen, deadline);
     }
     if (spinning)
         atomic_fetch_sub(&w->spinners, 1);
