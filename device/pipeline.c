@@ -7,6 +7,8 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+#include <sys/resource.h>
+#include <time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,11 +137,10 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
     }
     if (n > 0)
         return n;
-    int room = (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP,
-                                p->max_inflight -
-                                    __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED));
+    int64_t load = __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED);
+    int room = (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP, p->max_inflight - load);
     n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
-                           deadline_p);
+                           load == 0, deadline_p);
     __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
     return n;
 }
@@ -182,11 +183,30 @@ static uint64_t prof_total(const convoy__pipe_t *p)
     return total;
 }
 
+/* The calling thread's CPU time and context switches (voluntary: it blocked in the
+ * kernel; involuntary: it was preempted); 0 where the system cannot say. */
+static void thread_usage(uint64_t *cpu_ns, long *nvcsw, long *nivcsw)
+{
+    struct timespec ts;
+    *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+                  ? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec
+                  : 0;
+    *nvcsw = *nivcsw = 0;
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        *nvcsw = ru.ru_nvcsw;
+        *nivcsw = ru.ru_nivcsw;
+    }
+#endif
+}
+
 static void prof_reset(convoy__pipe_t *p)
 {
     memset(p->prof, 0, sizeof(p->prof));
     memset(p->sub, 0, sizeof(p->sub));
     p->prof_passes = p->prof_rings = 0;
+    thread_usage(&p->prof_cpu_ns, &p->prof_nvcsw, &p->prof_nivcsw);
 }
 
 /* Print the split of the busy period that ends now, and start the next one. */
@@ -208,6 +228,16 @@ static void prof_print(convoy__pipe_t *p)
     for (int i = 0; i < CONVOY__SUB_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
         len += snprintf(line + len, sizeof(line) - (size_t)len, "%s %s=%.0fus",
                         i == 0 ? "; within:" : "", subs[i], p->sub[i] / 1e3);
+    /* CPU time well under the period's: the thread was off its core (blocked in the
+     * kernel, or preempted: the context switches say which). */
+    uint64_t cpu;
+    long nvcsw, nivcsw;
+    thread_usage(&cpu, &nvcsw, &nivcsw);
+    if (len > 0 && (size_t)len < sizeof(line))
+        snprintf(line + len, sizeof(line) - (size_t)len,
+                 "; thread: cpu=%.0fus blocked=%ld preempted=%ld",
+                 (double)(cpu - p->prof_cpu_ns) / 1e3, nvcsw - p->prof_nvcsw,
+                 nivcsw - p->prof_nivcsw);
     fprintf(stderr, "%s\n", line);
     prof_reset(p);
 }
@@ -231,6 +261,8 @@ static void *progress_main(void *arg)
         convoy__trace_name(ctx->trace, p->queue, -1, p->dev->name);
         convoy__trace_name(ctx->trace, p->queue, 0, "progress");
     }
+    if (p->profile)
+        prof_reset(p); /* on this thread: its CPU time */
     uint64_t t0 = p->profile ? convoy__now_ns() : 0;
     while (!atomic_load(&p->stop)) {
         p->prof_passes++;
@@ -258,8 +290,10 @@ static void *progress_main(void *arg)
         /* A pop that found nothing finds nothing again until a push or its deadline: the
          * scheduler's lock is not taken each pass (the inserting threads take it too). */
         uint64_t pushed = convoy__queue_pushed(ctx, p->queue);
+        int idle = __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) == 0;
         int skip_pop = p->pop_empty && p->deferred == NULL && pushed == p->empty_seen &&
-                       seen == p->empty_woken && convoy__now_ns() < p->empty_until;
+                       seen == p->empty_woken && idle == p->empty_idle &&
+                       convoy__now_ns() < p->empty_until;
         if (skip_pop)
             deadline = p->empty_until;
         /* Tasks waiting for memory go first, once work in flight or an eviction gives
@@ -272,6 +306,7 @@ static void *progress_main(void *arg)
             p->empty_seen = pushed;
             p->empty_woken = seen;
             p->empty_until = deadline;
+            p->empty_idle = idle;
             prof_mark(p, CONVOY__PROF_POP, &t0);
             if (n > 0) {
                 /* Before the start: a task that fails in it may be freed at once. */

@@ -210,11 +210,14 @@ typedef struct convoy__pipe {
     uint64_t empty_seen;   /* ... the queue's push count moves from this (or its wake-ups'
                               count from empty_woken: an expedite), or ... */
     uint64_t empty_woken;
-    uint64_t empty_until;  /* ... the ring deadline it reported passes */
+    uint64_t empty_until;  /* ... the ring deadline it reported passes, or ... */
+    int empty_idle;        /* ... the device's idleness changes (batch_idle_close) */
     int profile;                        /* progress_profile: prof[] is kept */
     uint64_t prof[CONVOY__PROF_COUNT];  /* ns spent in each part of the progress loop */
     uint64_t sub[CONVOY__SUB_COUNT];    /* ns in parts within those */
     uint64_t prof_passes, prof_rings;   /* loop passes, rings started */
+    uint64_t prof_cpu_ns;               /* the thread's CPU time when the period began */
+    long prof_nvcsw, prof_nivcsw;       /* its context switches then (getrusage) */
     convoy__task_t *popped[CONVOY__RING_CAP];
     /* Member arrays of finished rings, for the next rings: one of 256 members is 140 KiB,
      * which malloc takes from and gives back to the kernel each time. */

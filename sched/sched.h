@@ -47,10 +47,11 @@ typedef struct convoy__sched_component {
     /*
      * Take up to max tasks that travel together into ring and return how many. Returns
      * 0 when none should leave now; then *deadline_ns_p is the CLOCK_MONOTONIC time at
-     * which a ring being collected closes (UINT64_MAX: wait for a push).
+     * which a ring being collected closes (UINT64_MAX: wait for a push). idle: the
+     * consumer has nothing in flight, so a ring held back to fill gains nothing.
      */
     int (*pop)(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
-               uint64_t *deadline_ns_p);
+               int idle, uint64_t *deadline_ns_p);
     /* A program's thread is about to block on tasks (begin 1) or has stopped (begin 0):
      * while any such wait is open, pop() lets every ring being collected leave at once,
      * so that no wait sits out batch_max_wait_us. Calls nest; any thread. May be NULL

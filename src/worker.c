@@ -186,7 +186,7 @@ static void *worker_main(void *p)
         uint64_t seen = convoy__queue_pushes(ctx, 0);
         uint64_t deadline = UINT64_MAX;
         int n = ctx->sched->pop(ctx->sched_state, 0, ring, CONVOY__CPU_RING_MAX, convoy__now_ns(),
-                                &deadline);
+                                0, &deadline);
         if (n > 0) {
             /* The last spinner goes to work: pushes it let pass without a wake-up may
              * still wait, so hand the watch to a sleeper (which spins in its turn). A

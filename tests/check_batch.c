@@ -98,6 +98,7 @@ static void ps_ring_of(pset_t *p, int n)
 {
     ps_setf(p, "batch_max_tasks", "%d", n);
     ps_set(p, "batch_max_wait_us", "1e7");
+    ps_set(p, "batch_idle_close", "0");
 }
 
 /* ---- classes, chores and their logs ------------------------------------------------------ */
@@ -691,6 +692,35 @@ START_TEST(test_large_after_small)
 }
 END_TEST
 
+/* batch_idle_close on (the default) and the device idle, a task whose input is split out
+ * does not leave at once: the small tasks inserted after it fill its ring and their
+ * copies go first, as in test_large_after_small (else the large copy would lead). */
+START_TEST(test_idle_large_waits_for_small)
+{
+    const int n = 17;
+    pset_t ps;
+    ps_base(&ps);
+    ps_setf(&ps, "batch_max_tasks", "%d", n);
+    ps_set(&ps, "batch_max_wait_us", "1e7");
+    static bench_t b;
+    bench_init(&b, &ps);
+    bench_new_task(&b, C_RW, 4 * MiB, 8 * KiB);
+    for (int i = 1; i < n; i++)
+        bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
+    bench_wait_all_ok(&b);
+    convoy_stats_t s = bench_stats(&b);
+    ck_assert_uint_eq(s.rings, 1);
+    int nrec;
+    convoy__sim_record_t *rec = bench_records(&b, &nrec);
+    ck_assert_int_ge(nrec, 2);
+    ck_assert_int_eq(rec[0].dir, CONVOY__H2D);
+    ck_assert_int_eq(rec[0].copies, 16);
+    ck_assert_uint_eq(rec[1].bytes, 4 * MiB);
+    free(rec);
+    bench_fini(&b);
+}
+END_TEST
+
 /* On a slow link (0.05 GB/s) a ring of 16 small members and one with a 2 MiB input:
  * every small member completes (its CPU successor runs) before the large one does. The
  * sim serves its link in the order its stream threads reach it; in the rare run where
@@ -1201,6 +1231,8 @@ START_TEST(test_full_ring_wakes_device)
                              "256",
                              "batch_max_wait_us",
                              "3600000000",
+                             "batch_idle_close",
+                             "0",
                              NULL};
     convoy_context_t *ctx = tu_init(presets);
     convoy_access_t rw = CONVOY_RW;
@@ -1233,6 +1265,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_caps);
     tcase_add_test(tc, test_copy_once);
     tcase_add_test(tc, test_large_after_small);
+    tcase_add_test(tc, test_idle_large_waits_for_small);
     tcase_add_test(tc, test_small_complete_before_large);
     tcase_add_loop_test(tc, test_split_member_waits_for_its_small_inputs, 0, 2);
     tcase_add_test(tc, test_split_group_after_first_member_freed);

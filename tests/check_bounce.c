@@ -63,11 +63,12 @@ static void world_open(world_t *w, const char *const *extra, int n, size_t (*siz
 {
     const char *kv[64] = {
         "devices", "sim",   "sched",           "batch", "nthreads",          "2",  "bind", "0",
-        "verbose", "error", "batch_max_tasks", NULL,    "batch_max_wait_us", "1e7"};
+        "verbose", "error", "batch_max_tasks", NULL,    "batch_max_wait_us", "1e7",
+        "batch_idle_close", "0"};
     char ntasks[16];
     snprintf(ntasks, sizeof(ntasks), "%d", n);
     kv[11] = ntasks;
-    int k = 14;
+    int k = 16;
     for (int i = 0; extra != NULL && extra[i] != NULL; i++)
         kv[k++] = extra[i];
     kv[k] = NULL;

@@ -399,7 +399,8 @@ START_TEST(dirty_eviction_is_fused)
     enum { N = 64, ROUNDS = 3 };
     env_t e;
     env_init(&e, (const char *const[]){"sim_memory", "128K", "batch_max_tasks", "32",
-                                       "batch_max_wait_us", "100000", NULL});
+                                       "batch_max_wait_us", "100000", "batch_idle_close", "0",
+                                       NULL});
     static uint32_t buf[N][2048];
     convoy_data_t *d[N];
     for (int i = 0; i < N; i++) {

@@ -966,6 +966,7 @@ START_TEST(test_fail_submission_retried)
     ps_base(&ps, sched);
     ps_setf(&ps, "batch_max_tasks", "%d", TINY_N);
     ps_set(&ps, "batch_max_wait_us", "1e7");
+    ps_set(&ps, "batch_idle_close", "0");
     ps_set(&ps, "batch_max_copies", "32");
     ps_set(&ps, "sim_fail_submission", _i == 1 ? "2" : "5");
     ps_set(&ps, "sim_fail_submitted", "8");

@@ -207,7 +207,8 @@ START_TEST(batch_member_fails_sim)
     /* Proves the same on sim, for a ring of 4 in one batch chore call (batch_max_tasks
      * 4): the failed member's output is discarded and the others come home. */
     tu_with_presets((tu_presets_t){"devices", "sim", "nthreads", "1", "bind", "0", "sched", "batch",
-                                   "batch_max_tasks", "4", "batch_max_wait_us", "1000000", NULL},
+                                   "batch_max_tasks", "4", "batch_max_wait_us", "1000000",
+                                   "batch_idle_close", "0", NULL},
                     member_fails_sim, NULL);
 }
 END_TEST

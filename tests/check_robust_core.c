@@ -262,8 +262,8 @@ static void long_batch_wait(convoy_context_t *ctx, void *arg)
 }
 
 static const char *const sim_long_batch[] = {
-    "devices", "sim",  "sched", "batch", "batch_max_wait_us", "10000000", "nthreads",
-    "1",       "bind", "0",     NULL};
+    "devices", "sim", "sched", "batch", "batch_max_wait_us", "10000000", "batch_idle_close",
+    "0",       "nthreads", "1", "bind", "0", NULL};
 
 START_TEST(wait_closes_partial_ring)
 {
@@ -279,6 +279,64 @@ START_TEST(acquire_closes_partial_ring)
     /* Proves the same for convoy_data_acquire on one of the ring's data. */
     int acquire = 1;
     tu_with_presets(sim_long_batch, long_batch_wait, &acquire);
+}
+END_TEST
+
+/* ---- 4. an idle device does not hold a partial ring back (batch_idle_close) -------- */
+
+static uint64_t completed(const convoy_context_t *ctx)
+{
+    convoy_stats_t st;
+    convoy_get_stats(ctx, &st);
+    return st.tasks_completed;
+}
+
+/* Three tasks of a batchable class for an idle device, with batch_max_wait_us 10 s and
+ * rings of 256, and no wait or acquire until `within` s have passed or all completed: *arg
+ * returns how many had. */
+static void idle_ring(convoy_context_t *ctx, void *arg)
+{
+    double within = *(double *)arg;
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &cls),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, add_one), CONVOY_SUCCESS);
+    long v[3] = {0, 0, 0};
+    convoy_data_t *d[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(convoy_data_new(ctx, &v[i], sizeof(long), &d[i]), CONVOY_SUCCESS);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), CONVOY_SUCCESS);
+    double t0 = tu_now();
+    while (completed(ctx) < 3 && tu_now() - t0 < within)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    *(double *)arg = (double)completed(ctx);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(v[0] + v[1] + v[2], 3);
+}
+
+START_TEST(idle_device_takes_partial_ring)
+{
+    /* Proves that with batch_idle_close on (the default), tasks bound for a device with
+     * nothing in flight leave at once: all 3 complete in well under the 10 s the ring
+     * would otherwise wait for, before any wait expedites them. */
+    static const char *const presets[] = {"devices", "sim", "sched", "batch",
+                                          "batch_max_wait_us", "10000000", "nthreads", "1",
+                                          "bind", "0", NULL};
+    double arg = 5.0;
+    tu_with_presets(presets, idle_ring, &arg);
+    ck_assert_msg(arg == 3, "%.0f of 3 tasks completed in 5 s on an idle device", arg);
+}
+END_TEST
+
+START_TEST(idle_close_off_holds_ring)
+{
+    /* The same with batch_idle_close 0: the ring waits to fill (none completes in 0.3 s)
+     * until the wait makes it leave. */
+    double arg = 0.3;
+    tu_with_presets(sim_long_batch, idle_ring, &arg);
+    ck_assert_msg(arg == 0, "%.0f of 3 tasks completed with batch_idle_close 0", arg);
 }
 END_TEST
 
@@ -447,6 +505,8 @@ static Suite *suite(void)
     tc = tu_tcase(s, "close", 30);
     tcase_add_test(tc, wait_closes_partial_ring);
     tcase_add_test(tc, acquire_closes_partial_ring);
+    tcase_add_test(tc, idle_device_takes_partial_ring);
+    tcase_add_test(tc, idle_close_off_holds_ring);
     tc = tu_tcase(s, "overlap", 20);
     tcase_add_test(tc, overlapping_registration);
     tc = tu_tcase(s, "freed", 20);

@@ -27,6 +27,16 @@ const convoy__param_def_t convoy__batch_params[] = {
      .max = 3.6e9, /* an hour */
      .doc = "a ring closes this long after its oldest task became ready, full or not (about "
             "one batched submission of 128 x 8 KiB, PHYSICS.md 1)"},
+    {.name = "batch_idle_close",
+     .type = CONVOY__PARAM_INT,
+     .def = "1",
+     .min = 0,
+     .max = 1,
+     .doc = "1: a ring being collected leaves at once when its device has nothing in flight "
+            "(Nagle's rule: tasks wait to fill a ring only behind work already on its way, "
+            "so a lone burst is not held for batch_max_wait_us); 0: only batch_max_tasks or "
+            "batch_max_wait_us close a ring. PHYSICS.md 6: 32 small copies are usable 25.5 us "
+            "after submission, half the default wait"},
     {.name = "batch_max_copies",
      .type = CONVOY__PARAM_INT,
      .def = "512",
@@ -55,6 +65,7 @@ const convoy__param_def_t convoy__batch_params[] = {
 typedef struct class_list {
     convoy__task_t *head, *tail;
     int count;
+    int large; /* tasks with a flow past batch_split_bytes among them */
 } class_list_t;
 
 typedef struct batch_queue {
@@ -83,6 +94,7 @@ static convoy_status_t batch_init(convoy_context_t *ctx, int nqueues, void **sta
     s->lim = (convoy__batch_limits_t){
         .max_tasks = (int)convoy__param_int(p, "batch_max_tasks"),
         .max_wait_ns = (uint64_t)(convoy__param_double(p, "batch_max_wait_us") * 1000.0),
+        .idle_close = (int)convoy__param_int(p, "batch_idle_close"),
         .max_copies = (int)convoy__param_int(p, "batch_max_copies"),
         .max_bytes = (size_t)convoy__param_int(p, "batch_max_bytes"),
         .split_bytes = (size_t)convoy__param_int(p, "batch_split_bytes"),
@@ -105,6 +117,19 @@ static void batch_fini(void *state)
     free(s);
 }
 
+/* Does t move a copy the plan splits out? Such a ring never leaves early for an idle
+ * device: small tasks that come within batch_max_wait_us then go ahead of its large
+ * copy instead of behind it (PHYSICS.md 3: 30-45x later behind it). */
+static int is_large(const batch_state_t *s, const convoy__task_t *t)
+{
+    if (s->lim.split_bytes == 0)
+        return 0;
+    for (int f = 0; f < t->cls->nflows; f++)
+        if (t->data[f]->bytes > s->lim.split_bytes)
+            return 1;
+    return 0;
+}
+
 static void append(convoy__task_t **head, convoy__task_t **tail, convoy__task_t *t)
 {
     t->next = NULL;
@@ -122,7 +147,8 @@ static void append(convoy__task_t **head, convoy__task_t **tail, convoy__task_t 
  * futex call per task and the progress thread a pointless pop. */
 static int batch_push(void *state, int queue, convoy__task_t *task)
 {
-    batch_queue_t *q = &((batch_state_t *)state)->q[queue];
+    batch_state_t *s = state;
+    batch_queue_t *q = &s->q[queue];
     int id = task->cls->id;
     pthread_mutex_lock(&q->lock);
     q->depth++;
@@ -148,12 +174,13 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     class_list_t *cl = &q->lists[id];
     append(&cl->head, &cl->tail, task);
     int count = ++cl->count;
+    cl->large += queue != 0 && is_large(s, task);
     pthread_mutex_unlock(&q->lock);
-    return queue == 0 || count == 1 || count % ((batch_state_t *)state)->wake_at == 0;
+    return queue == 0 || count == 1 || count % s->wake_at == 0;
 }
 
 static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
-                     uint64_t *deadline_ns_p)
+                     int idle, uint64_t *deadline_ns_p)
 {
     batch_state_t *s = state;
     batch_queue_t *q = &s->q[queue];
@@ -170,8 +197,10 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
             continue;
         /* CPU workers (queue 0) move no data: a ring there never waits to fill. Nor do
          * flushes home: something waits for them, and a burst of them (a ring's
-         * completion making its successors ready) is queued before the next pop. */
+         * completion making its successors ready) is queued before the next pop. Nor
+         * does a ring for an idle device (batch_idle_close): it would only wait. */
         uint64_t closes = queue == 0 || cl->head->cls->internal != CONVOY__CLS_USER ||
+                                  (idle && s->lim.idle_close && cl->large == 0) ||
                                   atomic_load_explicit(&s->expedited, memory_order_acquire) > 0
                               ? 0
                               : cl->head->t_ready_ns + s->lim.max_wait_ns;
@@ -193,6 +222,7 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
             convoy__task_t *t = pick->head;
             pick->head = t->next;
             ring[n++] = t;
+            pick->large -= queue != 0 && is_large(s, t);
         }
         if (pick->head == NULL)
             pick->tail = NULL;

@@ -58,10 +58,11 @@ static int fifo_push(void *state, int queue, convoy__task_t *task)
 }
 
 static int fifo_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
-                    uint64_t *deadline_ns_p)
+                    int idle, uint64_t *deadline_ns_p)
 {
     (void)max;
     (void)now_ns;
+    (void)idle;
     fifo_queue_t *q = &((fifo_state_t *)state)->q[queue];
     pthread_mutex_lock(&q->lock);
     convoy__task_t *t = q->head;
