@@ -1,0 +1,30 @@
+#!/bin/bash
+# The H200 calls of 2026-12-01 evening (doc/results.md): the CPU workers' watch and slot,
+# and batch_idle_close, against the afternoon's tree. Builds .dev/convoy-base.tar.gz and
+# .dev/convoy-new.tar.gz, then runs base and new alternating with CONVOY_DEVICES=cuda:
+# bench/overhead, mixed_latency (new also with batch_idle_close 0), tiny_tasks (with and
+# without a trace; with the progress profile), chains; and a traced mixed_latency whose
+# trace comes back in $OUT. Logs under $OUT; a table last.
+set -u
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+w=/tmp/wake
+. "$(dirname "$0")/h200_build.sh"
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } >"$out/machine.txt" 2>&1
+h200_build base .dev/convoy-base.tar.gz "$w" & h200_build new .dev/convoy-new.tar.gz "$w" & wait
+BASE=$(echo $w/base/convoy-*); NEW=$(echo $w/new/convoy-*)
+export CONVOY_DEVICES=cuda
+b="$out/bench.log"
+run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
+for i in 1 2; do run $BASE/bench/overhead; run $NEW/bench/overhead; done
+for i in 1 2; do run $BASE/bench/mixed_latency; run $NEW/bench/mixed_latency; done
+run $NEW/bench/mixed_latency --convoy-batch_idle_close=0
+for i in 1 2 3; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
+run $NEW/bench/tiny_tasks --convoy-batch_idle_close=0
+run $NEW/bench/tiny_tasks --convoy-progress_profile=1
+for i in 1 2; do run env CONVOY_TRACE=/tmp/t.json $NEW/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
+run $BASE/bench/chains; run $NEW/bench/chains
+run env CONVOY_TRACE=$out/ml.json $NEW/bench/mixed_latency --rounds 5
+grep -E "rc=[1-9]|verified=(no|0)" "$b" | head
+grep -h "progress_profile" "$b" | tail -2 | cut -c1-600
+awk '/^### /{tag=($0 ~ /\/base\//) ? "BASE" : "NEW"; opt=$0; sub(/^### /,"",opt); sub(/[^ ]*\/bench\//,"",opt); next} /^(tiny_tasks|chains|overhead|mixed_latency) /{print tag, "[" opt "]", $0}' "$b" |
+    sed -E 's/ (inputs|outputs|h2d_copies|batch_chore|bytes_per_task|device|d2h_copies|h2d_submissions|d2h_submissions|launches|final_bytes|d2d_copies|small|large_bytes|rounds|sched|host_memory|flow_bytes|tasks|split)=[^ ]*//g' | cut -c1-250
