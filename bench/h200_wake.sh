@@ -5,7 +5,11 @@
 # bench/overhead, mixed_latency (new also with batch_idle_close 0), tiny_tasks (with and
 # without a trace; with the progress profile), chains; and a traced mixed_latency whose
 # trace comes back in $OUT. Logs under $OUT; a table last.
+#   bench/h200_wake.sh        all of it
+#   bench/h200_wake.sh tiny   tiny_tasks only: 4 runs each, base and new alternating, then
+#                             one each with progress_profile=1
 set -u
+phase=${1:-all}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 w=/tmp/wake
 . "$(dirname "$0")/h200_build.sh"
@@ -15,6 +19,12 @@ BASE=$(echo $w/base/convoy-*); NEW=$(echo $w/new/convoy-*)
 export CONVOY_DEVICES=cuda
 b="$out/bench.log"
 run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
+if [ "$phase" = tiny ]; then
+    for i in 1 2 3 4; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
+    run $BASE/bench/tiny_tasks --convoy-progress_profile=1
+    run $NEW/bench/tiny_tasks --convoy-progress_profile=1
+    run $NEW/bench/tiny_tasks --flow-bytes 1024
+else
 for i in 1 2; do run $BASE/bench/overhead; run $NEW/bench/overhead; done
 for i in 1 2; do run $BASE/bench/mixed_latency; run $NEW/bench/mixed_latency; done
 run $NEW/bench/mixed_latency --convoy-batch_idle_close=0
@@ -24,7 +34,8 @@ run $NEW/bench/tiny_tasks --convoy-progress_profile=1
 for i in 1 2; do run env CONVOY_TRACE=/tmp/t.json $NEW/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
 run $BASE/bench/chains; run $NEW/bench/chains
 run env CONVOY_TRACE=$out/ml.json $NEW/bench/mixed_latency --rounds 5
+fi
 grep -E "rc=[1-9]|verified=(no|0)" "$b" | head
-grep -h "progress_profile" "$b" | tail -2 | cut -c1-600
+grep -h "progress_profile" "$b" | cut -c1-600
 awk '/^### /{tag=($0 ~ /\/base\//) ? "BASE" : "NEW"; opt=$0; sub(/^### /,"",opt); sub(/[^ ]*\/bench\//,"",opt); next} /^(tiny_tasks|chains|overhead|mixed_latency) /{print tag, "[" opt "]", $0}' "$b" |
     sed -E 's/ (inputs|outputs|h2d_copies|batch_chore|bytes_per_task|device|d2h_copies|h2d_submissions|d2h_submissions|launches|final_bytes|d2d_copies|small|large_bytes|rounds|sched|host_memory|flow_bytes|tasks|split)=[^ ]*//g' | cut -c1-250

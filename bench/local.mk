@@ -2,13 +2,17 @@
 
 noinst_HEADERS += bench/bench_common.h bench/tiny_tasks.h bench/rw_chores.h
 
-noinst_PROGRAMS += bench/overhead bench/tiny_tasks bench/mixed_latency bench/chains bench/evict
+noinst_PROGRAMS += bench/overhead bench/tiny_tasks bench/mixed_latency bench/chains bench/evict \
+	bench/host_costs
 
 bench_overhead_SOURCES = bench/overhead.c
 bench_tiny_tasks_SOURCES = bench/tiny_tasks.c
 bench_mixed_latency_SOURCES = bench/mixed_latency.c
 bench_chains_SOURCES = bench/chains.c bench/rw_chores.c
 bench_evict_SOURCES = bench/evict.c bench/rw_chores.c
+# The machine's own costs: no convoy in it.
+bench_host_costs_SOURCES = bench/host_costs.c
+bench_host_costs_LDADD = $(CONVOY_SYS_LIBS)
 # With CUDA, their .cu files call the CUDA runtime, which libconvoy does not bring when
 # the CUDA component is a module (CONVOY_CUDA_PROGRAM_LIBS is empty without CUDA).
 bench_tiny_tasks_LDADD = $(LDADD) $(CONVOY_CUDA_PROGRAM_LIBS)

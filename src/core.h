@@ -118,6 +118,7 @@ struct convoy__task {
     int64_t ring_id;      /* the ring it travelled in, -1 before */
     uint64_t gen;         /* ctx->gen at insertion (its parent's when a chore inserted it) */
     int fail_code;        /* set by convoy_task_fail during its chore (0: not called) */
+    uint8_t sched_mark;   /* the scheduler's, set in its push (batch: a flow it splits out) */
     convoy_done_fn done;  /* the program's completion callback, or NULL */
     void *done_arg;
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */

@@ -174,7 +174,10 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     class_list_t *cl = &q->lists[id];
     append(&cl->head, &cl->tail, task);
     int count = ++cl->count;
-    cl->large += queue != 0 && is_large(s, task);
+    /* Marked here, where the inserting thread has the data in its cache: in pop each
+     * datum would be a cache miss on the progress thread, under the queue's lock. */
+    task->sched_mark = (uint8_t)(queue != 0 && is_large(s, task));
+    cl->large += task->sched_mark;
     pthread_mutex_unlock(&q->lock);
     return queue == 0 || count == 1 || count % s->wake_at == 0;
 }
@@ -222,7 +225,7 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
             convoy__task_t *t = pick->head;
             pick->head = t->next;
             ring[n++] = t;
-            pick->large -= queue != 0 && is_large(s, t);
+            pick->large -= t->sched_mark;
         }
         if (pick->head == NULL)
             pick->tail = NULL;
