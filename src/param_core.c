@@ -183,6 +183,16 @@ const convoy__param_def_t convoy__core_params[] = {
             "polls at a time; 0: sleep at once). On the 16-core H200 host, bench/overhead "
             "with 16 workers: 5.3 us a task at 0, 2.8-2.9 at 5 and 20, chained 3.5 at 0 and "
             "2.8 at 20 (doc/results.md, 2026-12-01)"},
+    {.name = "spin_busy_us",
+     .type = CONVOY__PARAM_DOUBLE,
+     .def = "1000",
+     .min = 0,
+     .max = 100000,
+     .doc = "how long the polling CPU worker polls before it sleeps while tasks are in "
+            "flight elsewhere (on a GPU, on other workers), whose completions may make CPU "
+            "tasks ready: on the H200 host a sleeping worker starts 37-61 us (p10-p50) after "
+            "its wake-up (mixed_latency's trace, doc/results.md, 2026-12-01). Never less "
+            "than spin_us; one worker polls at a time"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,16 +133,30 @@ int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_
     return watch;
 }
 
-/* Poll the queue's push count for up to spin_ns before sleeping: a worker that sleeps
- * costs a futex wake-up (a few us) per task when tasks trickle in one at a time. */
-static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t spin_ns)
+/* Poll the queue's push count before sleeping: for up to spin_ns, or busy_ns while tasks
+ * are in flight (their completions may bring CPU tasks). A sleeping worker costs a wake-up
+ * per task when tasks trickle in, and starts tens of us after it (doc/design.md). Past
+ * spin_ns it yields its core at each poll: on a machine with fewer cores than busy threads
+ * (2 cores, a sim device's threads) a poller that kept its core would slow the thread
+ * whose work it waits for. */
+static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t spin_ns,
+                       uint64_t busy_ns)
 {
-    uint64_t until = convoy__now_ns() + spin_ns;
+    uint64_t start = convoy__now_ns();
+    int yielding = 0;
     for (int i = 0; convoy__queue_pushes(ctx, queue) == seen && !atomic_load(&ctx->stopping); i++) {
-        if ((i & 63) == 63 && convoy__now_ns() >= until)
-            break;
+        if (yielding || (i & 63) == 63) {
+            uint64_t spun = convoy__now_ns() - start;
+            if (spun >= busy_ns ||
+                (spun >= spin_ns && atomic_load_explicit(&ctx->inflight, memory_order_relaxed) == 0))
+                break;
+            yielding = spun >= spin_ns;
+        }
+        if (yielding)
+            sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+        else
+            __builtin_ia32_pause();
 #endif
     }
 }
@@ -180,6 +195,8 @@ static void *worker_main(void *p)
     convoy__task_t *ring[CONVOY__CPU_RING_MAX];
     slot = (cpu_slot_t){.ctx = ctx};
     uint64_t spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_us") * 1000.0);
+    uint64_t busy_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_busy_us") * 1000.0);
+    busy_ns = CONVOY__MAX(busy_ns, spin_ns);
     convoy__queue_wait_t *w = &ctx->qwait[0];
     int spinning = 0;
     for (;;) {
@@ -210,12 +227,12 @@ static void *worker_main(void *p)
             break;
         /* One worker at a time polls: more only fight over the queue's lock (on 16 cores
          * every worker polling for 20 us made empty tasks cost 8.1 us instead of 4.9). */
-        if (!spinning && spin_ns > 0 && atomic_load(&w->spinners) == 0) {
+        if (!spinning && busy_ns > 0 && atomic_load(&w->spinners) == 0) {
             int none = 0;
             spinning = atomic_compare_exchange_strong(&w->spinners, &none, 1);
         }
         if (spinning) {
-            queue_spin(ctx, 0, seen, spin_ns);
+            queue_spin(ctx, 0, seen, spin_ns, busy_ns);
             if (convoy__queue_pushes(ctx, 0) != seen)
                 continue;
             atomic_fetch_sub(&w->spinners, 1);
