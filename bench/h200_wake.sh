@@ -28,6 +28,8 @@ else
 for i in 1 2; do run $BASE/bench/overhead; run $NEW/bench/overhead; done
 for i in 1 2; do run $BASE/bench/mixed_latency; run $NEW/bench/mixed_latency; done
 run $NEW/bench/mixed_latency --convoy-batch_idle_close=0
+run $NEW/bench/mixed_latency --convoy-spin_busy_us=20
+run $NEW/bench/mixed_latency
 for i in 1 2 3; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
 run $NEW/bench/tiny_tasks --convoy-batch_idle_close=0
 run $NEW/bench/tiny_tasks --convoy-progress_profile=1
