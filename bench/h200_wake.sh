@@ -32,7 +32,10 @@ run $NEW/bench/mixed_latency --convoy-spin_busy_us=20
 run $NEW/bench/mixed_latency
 for i in 1 2 3; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
 run $NEW/bench/tiny_tasks --convoy-batch_idle_close=0
+run $NEW/bench/tiny_tasks --convoy-batch_drop_wait_us=0
+run $BASE/bench/tiny_tasks --convoy-progress_profile=1
 run $NEW/bench/tiny_tasks --convoy-progress_profile=1
+[ -x $NEW/bench/host_costs ] && run $NEW/bench/host_costs
 for i in 1 2; do run env CONVOY_TRACE=/tmp/t.json $NEW/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
 run $BASE/bench/chains; run $NEW/bench/chains
 run env CONVOY_TRACE=$out/ml.json $NEW/bench/mixed_latency --rounds 5

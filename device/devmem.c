@@ -22,10 +22,19 @@ void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev)
     dm->evictions = 0;
 }
 
+/* A copy of a freed datum: its drop may still be queued (a ring of drops waits to fill),
+ * but nothing will read it, not even its host memory, which may be gone. */
+static int freed(const convoy__devcopy_t *c)
+{
+    return (atomic_load_explicit(&c->data->flags, memory_order_relaxed) & CONVOY__DATA_FREED) != 0;
+}
+
 int convoy__devmem_dirty(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
 {
     uint64_t v;
     int on;
+    if (freed(c))
+        return 0;
     convoy__coh_get(c->data, &v, &on);
     return c->version == v && on == dm->dev->index;
 }
@@ -65,7 +74,7 @@ static int stays_clean(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
     uint64_t v;
     int on;
     convoy__coh_get(c->data, &v, &on);
-    if (c->out_ev != NULL || c->version == CONVOY__NO_VERSION)
+    if (c->out_ev != NULL || c->version == CONVOY__NO_VERSION || freed(c))
         return c->out_ev == NULL;
     return c->version < v || (c->version == v && on != dm->dev->index);
 }

@@ -205,7 +205,7 @@ static void prof_reset(convoy__pipe_t *p)
 {
     memset(p->prof, 0, sizeof(p->prof));
     memset(p->sub, 0, sizeof(p->sub));
-    p->prof_passes = p->prof_rings = 0;
+    p->prof_passes = p->prof_rings = p->prof_transfer_rings = p->prof_transfers = 0;
     thread_usage(&p->prof_cpu_ns, &p->prof_nvcsw, &p->prof_nivcsw);
 }
 
@@ -219,9 +219,12 @@ static void prof_print(convoy__pipe_t *p)
     uint64_t total = prof_total(p);
     char line[1024];
     int len = snprintf(line, sizeof(line),
-                       "convoy: %s progress_profile: %.0f us in %llu passes, %llu rings of tasks:",
+                       "convoy: %s progress_profile: %.0f us in %llu passes, %llu rings of tasks, "
+                       "%llu of transfers (%llu flushes, drops):",
                        p->dev->name, total / 1e3, (unsigned long long)p->prof_passes,
-                       (unsigned long long)p->prof_rings);
+                       (unsigned long long)p->prof_rings,
+                       (unsigned long long)p->prof_transfer_rings,
+                       (unsigned long long)p->prof_transfers);
     for (int i = 0; i < CONVOY__PROF_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
         len += snprintf(line + len, sizeof(line) - (size_t)len, " %s=%.0fus(%.1f%%)", names[i],
                         p->prof[i] / 1e3, total ? 100.0 * (double)p->prof[i] / (double)total : 0.0);
@@ -310,7 +313,10 @@ static void *progress_main(void *arg)
             prof_mark(p, CONVOY__PROF_POP, &t0);
             if (n > 0) {
                 /* Before the start: a task that fails in it may be freed at once. */
-                p->prof_rings += p->popped[0]->cls->internal == CONVOY__CLS_USER;
+                int user = p->popped[0]->cls->internal == CONVOY__CLS_USER;
+                p->prof_rings += user;
+                p->prof_transfer_rings += !user;
+                p->prof_transfers += user ? 0 : (uint64_t)n;
                 convoy__ring_start(p, p->popped, n);
                 moved = 1;
                 if (ctx->trace != NULL)
@@ -487,4 +493,10 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
     convoy__ring_spares_free(p);
     free(p);
     dev->pipeline = NULL;
+}
+
+uint64_t convoy__pipeline_drop_rings(const convoy__device_t *dev)
+{
+    const convoy__pipe_t *p = dev->pipeline;
+    return p != NULL ? atomic_load_explicit(&p->drop_rings, memory_order_relaxed) : 0;
 }

@@ -17,5 +17,8 @@ void convoy__pipeline_stop(convoy__device_t *dev);
 /* Free the device copies, events and streams. Accepts a device whose pipeline never
  * started. */
 void convoy__pipeline_destroy(convoy__device_t *dev);
+/* Rings of background drops (convoy_data_free) the device's thread has started: for
+ * tests of their collection. */
+uint64_t convoy__pipeline_drop_rings(const convoy__device_t *dev);
 
 #endif /* CONVOY_PIPELINE_H */

@@ -215,7 +215,9 @@ typedef struct convoy__pipe {
     int profile;                        /* progress_profile: prof[] is kept */
     uint64_t prof[CONVOY__PROF_COUNT];  /* ns spent in each part of the progress loop */
     uint64_t sub[CONVOY__SUB_COUNT];    /* ns in parts within those */
-    uint64_t prof_passes, prof_rings;   /* loop passes, rings started */
+    uint64_t prof_passes, prof_rings;   /* loop passes, rings of the program's tasks started */
+    uint64_t prof_transfer_rings, prof_transfers; /* rings of internal transfers, members */
+    _Atomic uint64_t drop_rings; /* rings of drops started (convoy__pipeline_drop_rings) */
     uint64_t prof_cpu_ns;               /* the thread's CPU time when the period began */
     long prof_nvcsw, prof_nivcsw;       /* its context switches then (getrusage) */
     convoy__task_t *popped[CONVOY__RING_CAP];

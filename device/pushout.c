@@ -309,6 +309,8 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
     convoy__ring_t *r = convoy__ring_new(p, tasks, n, kind);
     if (r == NULL)
         return;
+    if (kind == RING_DROP)
+        atomic_fetch_add_explicit(&p->drop_rings, 1, memory_order_relaxed);
     convoy__member_t *m = r->m;
     r->n = r->open_members = n;
     for (int i = 0; i < n; i++) {

@@ -56,6 +56,11 @@ struct convoy_class {
 
 struct convoy__devcopy; /* a datum's copy on one accelerator: device/devmem.c */
 
+/* An internal bit of convoy_data.flags: convoy_data_free has run. The datum's device
+ * copies hold nothing anyone will read (the newest version came home, or it was scratch):
+ * never pushed home, free to evict, whatever the coherence word says. */
+#define CONVOY__DATA_FREED (1u << 31)
+
 struct convoy_data {
     convoy_context_t *ctx;
     void *host;

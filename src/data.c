@@ -490,6 +490,7 @@ void convoy_data_free(convoy_data_t *data)
                               "on an accelerator: %s",
                               (unsigned long long)data->id, why);
     }
+    atomic_fetch_or(&data->flags, CONVOY__DATA_FREED);
     drop_everywhere(ctx, data);
     convoy__data_destroy(data);
 }

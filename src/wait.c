@@ -179,8 +179,10 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
 
 void convoy__wait_quiet(convoy_context_t *ctx)
 {
+    convoy__queues_expedite(ctx, 1); /* background drops do not sit out their ring's wait */
     pthread_mutex_lock(&ctx->done_lock);
     while (atomic_load(&ctx->inflight) > 0)
         pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
     pthread_mutex_unlock(&ctx->done_lock);
+    convoy__queues_expedite(ctx, 0);
 }

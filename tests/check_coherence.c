@@ -19,6 +19,7 @@
 
 #include "convoy.h"
 #include "device/device.h"
+#include "device/pipeline.h"
 #include "device/sim/sim.h"
 #include "src/context.h"
 #include "tests/test_util.h"
@@ -497,6 +498,78 @@ START_TEST(free_drops_in_the_background)
 }
 END_TEST
 
+/* convoy_data_free's drops wait to fill a ring (batch_drop_wait_us): 64 frees in a row
+ * make a ring or a few, not one each (before: a ring per 1-6 drops, popped as they came). */
+START_TEST(frees_fill_drop_rings)
+{
+    enum { N = 64 };
+    env_t e;
+    env_init(&e, NULL);
+    static uint32_t buf[N][256];
+    convoy_data_t *d[N];
+    for (int i = 0; i < N; i++) {
+        memset(buf[i], 0, sizeof(buf[i]));
+        d[i] = datum(&e, buf[i], sizeof(buf[i]));
+        insert(&e, e.add, 1, d[i], NULL);
+    }
+    ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
+    convoy__device_t *dev = convoy__ctx_accel(e.ctx, 0);
+    uint64_t before = convoy__pipeline_drop_rings(dev);
+    for (int i = 0; i < N; i++)
+        convoy_data_free(d[i]);
+    convoy__wait_quiet(e.ctx);
+    uint64_t rings = convoy__pipeline_drop_rings(dev) - before;
+    ck_assert_msg(rings >= 1 && rings <= 4, "%d frees made %llu rings of drops", N,
+                  (unsigned long long)rings);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(dev, &c);
+    ck_assert_msg(c.bytes_in_use == 0, "%zu bytes of sim memory still in use", c.bytes_in_use);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(all_eq(buf[i], sizeof(buf[i]), 1), "datum %d", i);
+    convoy_fini(e.ctx);
+}
+END_TEST
+
+/* A freed scratch datum whose device copy is dirty (scratch never goes home) is never
+ * pushed home while its drop waits in a ring: the program may have freed its host memory.
+ * Memory for the next tasks evicts it as a clean copy; its host bytes stay as they were. */
+START_TEST(freed_scratch_never_pushed_home)
+{
+    enum { N = 8, WORDS8K = 2048 };
+    env_t e;
+    env_init(&e, (const char *const[]){"sim_memory", "64K", "batch_max_tasks", "8",
+                                       "batch_drop_wait_us", "1e7", NULL});
+    static uint32_t scratch[WORDS8K], buf[N][WORDS8K];
+    for (int w = 0; w < WORDS8K; w++)
+        scratch[w] = 0x5a5a5a5au;
+    convoy_data_t *s = datum(&e, scratch, sizeof(scratch));
+    ck_assert_int_eq(convoy_data_set_flags(s, CONVOY_DATA_SCRATCH), CONVOY_SUCCESS);
+    insert(&e, e.add, 1, s, NULL);
+    ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
+    convoy_data_free(s);
+    /* 8 x 8 KiB fill the 64 KiB: the scratch copy must go to make room. */
+    convoy_data_t *d[N];
+    for (int i = 0; i < N; i++) {
+        memset(buf[i], 0, sizeof(buf[i]));
+        d[i] = datum(&e, buf[i], sizeof(buf[i]));
+        insert(&e, e.add, 2, d[i], NULL);
+    }
+    /* Not convoy_wait: it would make the drop leave at once (waits expedite every ring). */
+    for (double t0 = tu_now(); stats(&e).tasks_completed < 1 + N && tu_now() - t0 < 10;)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    ck_assert_uint_eq(stats(&e).tasks_completed, 1 + N);
+    ck_assert_msg(all_eq(scratch, sizeof(scratch), 0x5a5a5a5au),
+                  "the freed scratch datum's host memory was written: word 0 is 0x%x", scratch[0]);
+    convoy_stats_t st = stats(&e);
+    ck_assert_uint_eq(st.eviction_copies, 0);
+    ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(all_eq(buf[i], sizeof(buf[i]), 2), "datum %d", i);
+    convoy__wait_quiet(e.ctx);
+    convoy_fini(e.ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("coherence");
@@ -514,6 +587,8 @@ static Suite *suite(void)
     tc = tu_tcase(s, "eviction", 60);
     tcase_add_test(tc, dirty_eviction_is_fused);
     tcase_add_test(tc, eviction_failure_keeps_newest);
+    tcase_add_test(tc, frees_fill_drop_rings);
+    tcase_add_test(tc, freed_scratch_never_pushed_home);
     tcase_add_loop_test(tc, free_drops_in_the_background, 0, 2);
     return s;
 }

@@ -11,6 +11,7 @@ typedef struct convoy__batch_limits {
     int max_tasks;        /* tasks per ring */
     uint64_t max_wait_ns; /* a ring closes this long after its oldest task became ready */
     int idle_close;       /* a ring leaves at once when its device has nothing in flight */
+    uint64_t drop_wait_ns; /* a ring of background drops closes this long after its oldest */
     int max_copies;       /* copies per submission */
     size_t max_bytes;     /* bytes per submission */
     size_t split_bytes;   /* copies larger than this travel alone; 0: no split */
