@@ -189,10 +189,10 @@ const convoy__param_def_t convoy__core_params[] = {
      .min = 0,
      .max = 100000,
      .doc = "how long the polling CPU worker polls before it sleeps while tasks are in "
-            "flight elsewhere (on a GPU, on other workers), whose completions may make CPU "
-            "tasks ready: on the H200 host a sleeping worker starts 37-61 us (p10-p50) after "
-            "its wake-up (mixed_latency's trace, doc/results.md, 2026-12-01). Never less "
-            "than spin_us; one worker polls at a time"},
+            "flight on an accelerator, whose completions may make CPU tasks ready: on the "
+            "H200 host a sleeping worker starts 37-61 us (p10-p50) after its wake-up "
+            "(mixed_latency's trace, doc/results.md, 2026-12-01). Never less than spin_us; "
+            "one worker polls at a time, yielding its core past spin_us"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",
