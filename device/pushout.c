@@ -315,7 +315,7 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
     r->n = r->open_members = n;
     for (int i = 0; i < n; i++) {
         convoy__task_set_running(tasks[i]);
-        m[i].task = tasks[i];
+        convoy__member_init(&m[i], tasks[i], 0);
         tasks[i]->ring_id = r->id;
     }
     convoy__devcopy_t **push = NULL;

@@ -329,10 +329,9 @@ static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, in
     return 1;
 }
 
-/* Room for n members: a spare array (the smallest that fits), else a new one; zeroed
- * unless the caller sets each member up itself (a ring of tasks clears each as it fills
- * it, so zeroing here too cleared 140 KiB twice per ring). */
-static convoy__member_t *members_get(convoy__pipe_t *p, int n, int zero, int *cap_p)
+/* Room for n members: a spare array (the smallest that fits), else a new one. Not
+ * zeroed: each ring sets its members up as it fills them (convoy__member_init). */
+static convoy__member_t *members_get(convoy__pipe_t *p, int n, int *cap_p)
 {
     int best = -1;
     for (int i = 0; i < CONVOY__SPARE_MEMBERS; i++)
@@ -341,13 +340,11 @@ static convoy__member_t *members_get(convoy__pipe_t *p, int n, int zero, int *ca
             best = i;
     if (best < 0) {
         *cap_p = n;
-        return calloc((size_t)n, sizeof(convoy__member_t));
+        return malloc((size_t)n * sizeof(convoy__member_t));
     }
     convoy__member_t *m = p->spare_members[best].m;
     *cap_p = p->spare_members[best].cap;
     p->spare_members[best].m = NULL;
-    if (zero)
-        memset(m, 0, (size_t)n * sizeof(*m));
     return m;
 }
 
@@ -380,7 +377,7 @@ convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int 
 {
     convoy__ring_t *r = calloc(1, sizeof(*r));
     int cap = 0;
-    convoy__member_t *m = r != NULL ? members_get(p, n, kind != RING_TASKS, &cap) : NULL;
+    convoy__member_t *m = r != NULL ? members_get(p, n, &cap) : NULL;
     if (m == NULL) {
         free(r);
         for (int i = 0; i < n; i++)
@@ -423,9 +420,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
         convoy__task_t *t = tasks[i];
         convoy__task_set_running(t);
         convoy__member_t *mm = &m[kept];
-        memset(mm, 0, sizeof(*mm));
-        mm->task = t;
-        mm->in_need = -1;
+        convoy__member_init(mm, t, t->cls->nflows);
         convoy_status_t st;
         CONVOY__PROF_SUB(p, CONVOY__SUB_RESERVE, st = reserve_member(p, mm));
         if (st == CONVOY_ERR_NOMEM && defer_for_memory(p, tasks, i, n, kept, &defer_tail))
