@@ -8,6 +8,9 @@
 #   bench/h200_wake.sh        all of it
 #   bench/h200_wake.sh tiny   tiny_tasks only: 4 runs each, base and new alternating, then
 #                             one each with progress_profile=1
+#   bench/h200_wake.sh final  more repetitions of each, for medians: tiny_tasks, traced
+#                             and not, 1 KiB, malloc'd memory, overhead, mixed_latency,
+#                             chains; a traced mixed_latency; host_costs
 set -u
 phase=${1:-all}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -19,7 +22,18 @@ BASE=$(echo $w/base/convoy-*); NEW=$(echo $w/new/convoy-*)
 export CONVOY_DEVICES=cuda
 b="$out/bench.log"
 run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
-if [ "$phase" = tiny ]; then
+if [ "$phase" = final ]; then
+    for i in 1 2 3 4 5; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
+    for i in 1 2 3; do run env CONVOY_TRACE=/tmp/t.json $NEW/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
+    for i in 1 2; do run $BASE/bench/tiny_tasks --flow-bytes 1024; run $NEW/bench/tiny_tasks --flow-bytes 1024; done
+    for i in 1 2; do run $NEW/bench/tiny_tasks --host-memory malloc; run $NEW/bench/tiny_tasks --host-memory pinned; done
+    for i in 1 2 3; do run $BASE/bench/overhead; run $NEW/bench/overhead; done
+    for i in 1 2 3; do run $BASE/bench/mixed_latency; run $NEW/bench/mixed_latency; done
+    for i in 1 2; do run $BASE/bench/chains; run $NEW/bench/chains; done
+    run env CONVOY_TRACE=$out/ml.json $NEW/bench/mixed_latency --rounds 5
+    run $NEW/bench/tiny_tasks --convoy-progress_profile=1
+    run $NEW/bench/host_costs
+elif [ "$phase" = tiny ]; then
     for i in 1 2 3 4; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
     run $BASE/bench/tiny_tasks --convoy-progress_profile=1
     run $NEW/bench/tiny_tasks --convoy-progress_profile=1
