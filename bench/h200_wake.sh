@@ -8,6 +8,8 @@
 #   bench/h200_wake.sh        all of it
 #   bench/h200_wake.sh tiny   tiny_tasks only: 4 runs each, base and new alternating, then
 #                             one each with progress_profile=1
+#   bench/h200_wake.sh ab     tiny_tasks 8 times each: base, new, new with batch_idle_close,
+#                             spin_busy_us and batch_drop_wait_us at their old behaviour
 #   bench/h200_wake.sh final  more repetitions of each, for medians: tiny_tasks, traced
 #                             and not, 1 KiB, malloc'd memory, overhead, mixed_latency,
 #                             chains; a traced mixed_latency; host_costs
@@ -33,6 +35,12 @@ if [ "$phase" = final ]; then
     run env CONVOY_TRACE=$out/ml.json $NEW/bench/mixed_latency --rounds 5
     run $NEW/bench/tiny_tasks --convoy-progress_profile=1
     run $NEW/bench/host_costs
+elif [ "$phase" = ab ]; then
+    # tiny_tasks, base / new / new with this evening's knobs at their old behaviour
+    old="--convoy-batch_idle_close=0 --convoy-spin_busy_us=20 --convoy-batch_drop_wait_us=0"
+    for i in 1 2 3 4 5 6 7 8; do
+        run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; run $NEW/bench/tiny_tasks $old
+    done
 elif [ "$phase" = tiny ]; then
     for i in 1 2 3 4; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
     run $BASE/bench/tiny_tasks --convoy-progress_profile=1
