@@ -9,13 +9,15 @@
  */
 #include "config.h"
 
+#ifdef __linux__
 #include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,9 +55,14 @@ int main(void)
 {
     volatile uint64_t sink = 0;
     double clock_ns = TIMED(1000000, sink += now_ns());
+#ifdef __linux__
     double syscall_ns = TIMED(200000, sink += (uint64_t)syscall(SYS_getppid));
     static int word;
     double futex_ns = TIMED(200000, syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0));
+#else
+    double syscall_ns = TIMED(200000, sink += (uint64_t)getppid());
+    double futex_ns = -1; /* no futex here */
+#endif
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     double mutex_ns = TIMED(1000000, pthread_mutex_lock(&m); pthread_mutex_unlock(&m));
     static _Atomic long counter;

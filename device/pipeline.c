@@ -220,7 +220,7 @@ static void prof_print(convoy__pipe_t *p)
     char line[1024];
     int len = snprintf(line, sizeof(line),
                        "convoy: %s progress_profile: %.0f us in %llu passes, %llu rings of tasks, "
-                       "%llu of transfers (%llu flushes, drops):",
+                       "%llu rings of %llu transfers (flushes, drops):",
                        p->dev->name, total / 1e3, (unsigned long long)p->prof_passes,
                        (unsigned long long)p->prof_rings,
                        (unsigned long long)p->prof_transfer_rings,

@@ -313,6 +313,9 @@ uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
 /* Every push to queue so far (pushes counts those that wake its consumer). */
 uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue);
 void convoy__queue_wake(convoy_context_t *ctx, int queue);
+/* A CPU worker completes the last task it ran (1) or is done with it (0): the first CPU
+ * task that completion makes ready runs next on this worker, unqueued (src/worker.c). */
+void convoy__cpu_slot_open(int open);
 
 convoy_status_t convoy__workers_start(convoy_context_t *ctx);
 void convoy__workers_stop(convoy_context_t *ctx);

@@ -170,7 +170,10 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
                              "CONVOY_DATA_RESIDENT (0x%x), CONVOY_DATA_SCRATCH (0x%x)",
                              (unsigned long long)data->id, flags & ~known,
                              (unsigned)CONVOY_DATA_RESIDENT, (unsigned)CONVOY_DATA_SCRATCH);
-    atomic_store(&data->flags, flags);
+    /* Internal bits stay (a misused handle freed meanwhile keeps CONVOY__DATA_FREED). */
+    unsigned old = atomic_load(&data->flags);
+    while (!atomic_compare_exchange_weak(&data->flags, &old, (old & ~known) | flags))
+        ;
     return CONVOY_SUCCESS;
 }
 

@@ -16,23 +16,33 @@
 
 #define CONVOY__CPU_RING_MAX 64 /* tasks a CPU worker takes at once */
 
-/* A CPU worker's next task: the first CPU task its own work made ready (a completion's
- * successor, a task a chore inserted) is kept here and run next instead of going through
- * the queue, so a chain of CPU tasks costs no push, pop or wake-up per task. At most
+/* A CPU worker's next task: the first CPU task made ready by the completion of the last
+ * task the worker ran (its successor) is kept here and run next instead of going through
+ * the queue, so a chain of CPU tasks costs no push, pop or wake-up per task. Only then
+ * (convoy__cpu_slot_open): a task made ready while a chore runs, or by an earlier member
+ * of a ring, would wait unseen behind the rest of the chore or ring while other workers
+ * sleep (a chore that waits for its child's result by its own means would hang). At most
  * CONVOY__CPU_SLOT_RUNS in a row: then the queue's tasks get their turn. */
 #define CONVOY__CPU_SLOT_RUNS 64
 
 typedef struct cpu_slot {
     convoy_context_t *ctx; /* the worker's context; NULL on other threads */
     convoy__task_t *next;
+    int open; /* the worker is completing the last task it ran */
     int runs; /* tasks run from the slot since the last pop */
 } cpu_slot_t;
 
 static __thread cpu_slot_t slot;
 
+void convoy__cpu_slot_open(int open)
+{
+    slot.open = open;
+}
+
 void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
 {
-    if (queue == 0 && slot.ctx == ctx && slot.next == NULL && slot.runs < CONVOY__CPU_SLOT_RUNS) {
+    if (queue == 0 && slot.open && slot.ctx == ctx && slot.next == NULL &&
+        slot.runs < CONVOY__CPU_SLOT_RUNS) {
         slot.next = task;
         return;
     }
@@ -209,7 +219,7 @@ static void *worker_main(void *p)
     slot = (cpu_slot_t){.ctx = ctx};
     uint64_t spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_us") * 1000.0);
     uint64_t busy_ns = (uint64_t)(convoy__param_double(&ctx->params, "spin_busy_us") * 1000.0);
-    busy_ns = CONVOY__MAX(busy_ns, spin_ns);
+    busy_ns = busy_ns > 0 ? CONVOY__MAX(busy_ns, spin_ns) : spin_ns;
     convoy__queue_wait_t *w = &ctx->qwait[0];
     int spinning = 0;
     for (;;) {
@@ -240,7 +250,8 @@ static void *worker_main(void *p)
             break;
         /* One worker at a time polls: more only fight over the queue's lock (on 16 cores
          * every worker polling for 20 us made empty tasks cost 8.1 us instead of 4.9). */
-        if (!spinning && busy_ns > 0 && atomic_load(&w->spinners) == 0) {
+        if (!spinning && (spin_ns > 0 || (busy_ns > 0 && accel_busy(ctx))) &&
+            atomic_load(&w->spinners) == 0) {
             int none = 0;
             spinning = atomic_compare_exchange_strong(&w->spinners, &none, 1);
         }

@@ -1,8 +1,12 @@
 /*
- * check_workers: the CPU workers' wake-ups (src/worker.c). A burst of tasks made ready
- * while the workers sleep costs whoever makes them ready one wake-up, not one per task
- * (the woken worker hands the watch on); and no task is ever left queued with every
- * worker asleep (bursts of every size, with and without polling).
+ * check_workers: the CPU workers' wake-ups and slot (src/worker.c). A burst of tasks made
+ * ready while the workers sleep costs whoever makes them ready one wake-up, not one per
+ * task (the woken worker hands the watch on); no task is ever left queued with every
+ * worker asleep (bursts of every size, with and without polling, from the program's
+ * thread, from a completion on a worker, from a chore); and a task a chore inserts runs
+ * on another worker while the chore still runs. Each waits for its tasks to have run
+ * before any convoy_wait: a wait wakes the workers itself (its expedite), which would
+ * hide a lost wake-up.
  */
 #include "config.h"
 
@@ -40,6 +44,14 @@ static convoy_context_t *start(const char *spin_us)
 }
 
 static atomic_int ran;
+
+/* Wait (up to 10 s) until n tasks have run; returns how many had. */
+static int wait_ran(int n)
+{
+    for (int i = 0; i < 100000 && atomic_load(&ran) < n; i++)
+        sleep_us(100);
+    return atomic_load(&ran);
+}
 
 static int count_chore(const convoy_task_view_t *t, void *state)
 {
@@ -87,9 +99,9 @@ static uint64_t burst_signals(convoy_context_t *ctx, int n)
         ck_assert_int_eq(convoy_task_insert(ctx, reader, NULL, 0, &d), CONVOY_SUCCESS);
     uint64_t before = atomic_load(&ctx->qwait[0].signals);
     atomic_store(&gate_open, 1);
-    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(wait_ran(n), n);
     uint64_t sent = atomic_load(&ctx->qwait[0].signals) - before;
-    ck_assert_int_eq(atomic_load(&ran), n);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
     convoy_data_free(d);
     return sent;
 }
@@ -147,8 +159,8 @@ static void bursts(const char *spin_us)
                 sleep_us(rand_r(&seed) % 50);
         }
         expect += n;
+        ck_assert_int_eq(wait_ran((int)expect), expect);
         ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
-        ck_assert_int_eq(atomic_load(&ran), expect);
     }
     for (int i = 0; i < NDATA; i++)
         convoy_data_free(d[i]);
@@ -167,6 +179,111 @@ START_TEST(bursts_all_run_polling)
 }
 END_TEST
 
+/* ---- tasks a chore inserts ------------------------------------------------------- */
+
+static convoy_context_t *g_ctx;
+static convoy_class_t *g_child;
+static convoy_data_t *g_kids[64];
+static atomic_int g_child_seen; /* the parent saw its child run while it still ran */
+
+/* Inserts one child per datum of g_kids (args: how many) and returns. */
+static int spawn_chore(const convoy_task_view_t *t, void *state)
+{
+    (void)state;
+    int n = *(const int *)t->args;
+    for (int i = 0; i < n; i++)
+        if (convoy_task_insert(g_ctx, g_child, NULL, 0, &g_kids[i]) != CONVOY_SUCCESS)
+            return 1;
+    return 0;
+}
+
+/* Inserts a child, then waits (up to 5 s) for it to have run: only another worker can. */
+static int wait_child_chore(const convoy_task_view_t *t, void *state)
+{
+    (void)t;
+    (void)state;
+    int before = atomic_load(&ran);
+    if (convoy_task_insert(g_ctx, g_child, NULL, 0, &g_kids[0]) != CONVOY_SUCCESS)
+        return 1;
+    for (int i = 0; i < 50000 && atomic_load(&ran) == before; i++)
+        sleep_us(100);
+    atomic_store(&g_child_seen, atomic_load(&ran) > before);
+    return 0;
+}
+
+static convoy_class_t *cpu_class(convoy_context_t *ctx, const char *name, convoy_chore_fn fn)
+{
+    convoy_class_t *cls = NULL;
+    convoy_access_t rw = CONVOY_RW;
+    ck_assert_int_eq(convoy_class_new(ctx, name, 1, &rw, 0, &cls), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, fn), CONVOY_SUCCESS);
+    return cls;
+}
+
+/* A chore inserts 1 to 64 independent children while the other workers sleep: every
+ * child runs, with no wait to wake anyone. */
+static void chore_bursts(const char *spin_us)
+{
+    convoy_context_t *ctx = start(spin_us);
+    g_ctx = ctx;
+    g_child = cpu_class(ctx, "child", count_chore);
+    convoy_class_t *parent = cpu_class(ctx, "parent", spawn_chore);
+    static float kid[64], p;
+    for (int i = 0; i < 64; i++)
+        ck_assert_int_eq(convoy_data_new(ctx, &kid[i], sizeof(kid[i]), &g_kids[i]), CONVOY_SUCCESS);
+    convoy_data_t *pd = NULL;
+    ck_assert_int_eq(convoy_data_new(ctx, &p, sizeof(p), &pd), CONVOY_SUCCESS);
+    atomic_store(&ran, 0);
+    long expect = 0;
+    for (int n = 1; n <= 64; n *= 2) {
+        wait_sleepers(ctx, WORKERS);
+        ck_assert_int_eq(convoy_task_insert(ctx, parent, &n, sizeof(n), &pd), CONVOY_SUCCESS);
+        expect += n;
+        ck_assert_int_eq(wait_ran((int)expect), expect);
+        ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    }
+    for (int i = 0; i < 64; i++)
+        convoy_data_free(g_kids[i]);
+    convoy_data_free(pd);
+    convoy_fini(ctx);
+}
+
+START_TEST(chore_inserts_run)
+{
+    chore_bursts("0");
+}
+END_TEST
+
+START_TEST(chore_inserts_run_polling)
+{
+    chore_bursts("20");
+}
+END_TEST
+
+/* A chore that waits, by its own means, for a child it inserted: another worker runs the
+ * child meanwhile. A child kept for the parent's worker (its slot) would run only after
+ * the parent returned: 5 s later, unseen. */
+START_TEST(chore_child_runs_while_parent_runs)
+{
+    convoy_context_t *ctx = start("0");
+    g_ctx = ctx;
+    g_child = cpu_class(ctx, "child", count_chore);
+    convoy_class_t *parent = cpu_class(ctx, "waiting parent", wait_child_chore);
+    static float kid, p;
+    ck_assert_int_eq(convoy_data_new(ctx, &kid, sizeof(kid), &g_kids[0]), CONVOY_SUCCESS);
+    convoy_data_t *pd = NULL;
+    ck_assert_int_eq(convoy_data_new(ctx, &p, sizeof(p), &pd), CONVOY_SUCCESS);
+    atomic_store(&ran, 0);
+    atomic_store(&g_child_seen, 0);
+    ck_assert_int_eq(convoy_task_insert(ctx, parent, NULL, 0, &pd), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    ck_assert_msg(atomic_load(&g_child_seen), "the child ran only after its parent's chore");
+    convoy_data_free(g_kids[0]);
+    convoy_data_free(pd);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("workers");
@@ -175,6 +292,9 @@ static Suite *suite(void)
     tcase_add_test(tc, burst_costs_one_wakeup_polling);
     tcase_add_test(tc, bursts_all_run);
     tcase_add_test(tc, bursts_all_run_polling);
+    tcase_add_test(tc, chore_inserts_run);
+    tcase_add_test(tc, chore_inserts_run_polling);
+    tcase_add_test(tc, chore_child_runs_while_parent_runs);
     return s;
 }
 

@@ -205,7 +205,9 @@ static int run_saved(convoy_context_t *ctx, convoy__task_t **ring, int n, chores
 }
 
 /* Complete the ring's tasks after their chore call returned rc. */
-static void complete_all(convoy__task_t **ring, int n, int rc, int saved)
+/* Complete ring[0..n); last: ring[n - 1] is the last task the worker runs before it looks
+ * for more, so a successor it makes ready may run next on this worker. */
+static void complete_all(convoy__task_t **ring, int n, int rc, int saved, int last)
 {
     char msg[256];
     for (int i = 0; i < n; i++) {
@@ -224,7 +226,12 @@ static void complete_all(convoy__task_t **ring, int n, int rc, int saved)
                      "the CPU %s of class '%s' failed it with code %d "
                      "(convoy_task_fail)",
                      what, t->cls->name, res);
+        int open = last && i == n - 1;
+        if (open)
+            convoy__cpu_slot_open(1);
         convoy__task_complete(t, saved && res == 0 ? CONVOY__OK : CONVOY__FAILED, msg);
+        if (open)
+            convoy__cpu_slot_open(0);
     }
 }
 
@@ -240,7 +247,7 @@ void convoy__host_execute(convoy_context_t *ctx, int worker, convoy__task_t **ri
         int rc = run_saved(ctx, ring, n, fn, &saved);
         if (ctx->trace != NULL)
             trace_cpu_task(ctx, worker, ring[0], t0, convoy__now_ns(), n);
-        complete_all(ring, n, rc, saved);
+        complete_all(ring, n, rc, saved, 1);
         return;
     }
     for (int i = 0; i < n; i++) {
@@ -258,6 +265,6 @@ void convoy__host_execute(convoy_context_t *ctx, int worker, convoy__task_t **ri
         int rc = run_saved(ctx, &ring[i], 1, fn, &saved);
         if (ctx->trace != NULL)
             trace_cpu_task(ctx, worker, ring[i], t0, convoy__now_ns(), 1);
-        complete_all(&ring[i], 1, rc, saved);
+        complete_all(&ring[i], 1, rc, saved, i == n - 1);
     }
 }

@@ -127,15 +127,16 @@ static void batch_fini(void *state)
     free(s);
 }
 
-/* Does t move a copy the plan splits out? Such a ring never leaves early for an idle
- * device: small tasks that come within batch_max_wait_us then go ahead of its large
- * copy instead of behind it (PHYSICS.md 3: 30-45x later behind it). */
+/* May t stage in a copy the plan splits out (a flow it reads, past batch_split_bytes)?
+ * Such a ring never leaves early for an idle device: small tasks that come within
+ * batch_max_wait_us then go ahead of its large copy instead of behind it (PHYSICS.md 3:
+ * 30-45x later behind it). A flow it only writes is never staged in. */
 static int is_large(const batch_state_t *s, const convoy__task_t *t)
 {
     if (s->lim.split_bytes == 0)
         return 0;
     for (int f = 0; f < t->cls->nflows; f++)
-        if (t->data[f]->bytes > s->lim.split_bytes)
+        if ((t->cls->modes[f] & CONVOY_READ) && t->data[f]->bytes > s->lim.split_bytes)
             return 1;
     return 0;
 }
