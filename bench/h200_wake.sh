@@ -25,6 +25,8 @@ export CONVOY_DEVICES=cuda
 b="$out/bench.log"
 run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
 if [ "$phase" = final ]; then
+    (cd "$NEW" && timeout 280 make -j16 check TESTS="tests/gpu_copy tests/gpu_tasks" >"$out/check.log" 2>&1; echo "gpu tests rc=$?")
+    grep -h -E "[0-9]+ passed" "$NEW"/tests/gpu_*.log | tail -3; cat "$NEW"/tests/gpu_*.log > "$out/gpu-tests.log" 2>/dev/null
     for i in 1 2 3 4 5; do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
     for i in 1 2 3; do run env CONVOY_TRACE=/tmp/t.json $NEW/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
     for i in 1 2; do run $BASE/bench/tiny_tasks --flow-bytes 1024; run $NEW/bench/tiny_tasks --flow-bytes 1024; done
