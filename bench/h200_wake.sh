@@ -10,9 +10,10 @@
 #                             one each with progress_profile=1
 #   bench/h200_wake.sh ab     tiny_tasks 8 times each: base, new, new with batch_idle_close,
 #                             spin_busy_us and batch_drop_wait_us at their old behaviour
-#   bench/h200_wake.sh final  more repetitions of each, for medians: tiny_tasks, traced
-#                             and not, 1 KiB, malloc'd memory, overhead, mixed_latency,
-#                             chains; a traced mixed_latency; host_costs
+#   bench/h200_wake.sh final  the new tree's tests/gpu_copy and gpu_tasks, then more
+#                             repetitions of each, for medians: tiny_tasks, traced and
+#                             not, 1 KiB, malloc'd memory, overhead, mixed_latency, chains;
+#                             a traced mixed_latency; host_costs
 set -u
 phase=${1:-all}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
