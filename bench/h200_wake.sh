@@ -8,6 +8,8 @@
 #   bench/h200_wake.sh        all of it
 #   bench/h200_wake.sh tiny   tiny_tasks only: 4 runs each, base and new alternating, then
 #                             one each with progress_profile=1
+#   bench/h200_wake.sh bounce tiny_tasks on malloc'd memory with 0, 3, 7, 15 bounce
+#                             helper threads, beside pinned memory (new tree only)
 #   bench/h200_wake.sh ab     tiny_tasks 8 times each: base, new, new with batch_idle_close,
 #                             spin_busy_us and batch_drop_wait_us at their old behaviour
 #   bench/h200_wake.sh final  the new tree's tests/gpu_copy and gpu_tasks, then more
@@ -20,7 +22,8 @@ out=${OUT:-/tmp/out}; mkdir -p "$out"
 w=/tmp/wake
 . "$(dirname "$0")/h200_build.sh"
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } >"$out/machine.txt" 2>&1
-h200_build base .dev/convoy-base.tar.gz "$w" & h200_build new .dev/convoy-new.tar.gz "$w" & wait
+[ "$phase" = bounce ] || h200_build base .dev/convoy-base.tar.gz "$w" &
+h200_build new .dev/convoy-new.tar.gz "$w" & wait
 BASE=$(echo $w/base/convoy-*); NEW=$(echo $w/new/convoy-*)
 export CONVOY_DEVICES=cuda
 b="$out/bench.log"
@@ -38,6 +41,11 @@ if [ "$phase" = final ]; then
     run env CONVOY_TRACE=$out/ml.json $NEW/bench/mixed_latency --rounds 5
     run $NEW/bench/tiny_tasks --convoy-progress_profile=1
     run $NEW/bench/host_costs
+elif [ "$phase" = bounce ]; then
+    for i in 1 2; do
+        run $NEW/bench/tiny_tasks --host-memory pinned
+        for t in 0 3 7 15; do run $NEW/bench/tiny_tasks --host-memory malloc --convoy-pageable_bounce_threads=$t; done
+    done
 elif [ "$phase" = ab ]; then
     # tiny_tasks, base / new / new with this evening's knobs at their old behaviour
     old="--convoy-batch_idle_close=0 --convoy-spin_busy_us=20 --convoy-batch_drop_wait_us=0"
