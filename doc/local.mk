@@ -36,6 +36,18 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-01-host5-machine.txt \
 	doc/results/h200-2026-12-01-host6-memcheck.log \
 	doc/results/h200-2026-12-01-host8-dist.log \
+	doc/results/h200-2026-12-01-eve1-bench.log \
+	doc/results/h200-2026-12-01-eve2-tiny.log \
+	doc/results/h200-2026-12-01-eve3-bench.log \
+	doc/results/h200-2026-12-01-eve4-bench.log \
+	doc/results/h200-2026-12-01-eve5-final.log \
+	doc/results/h200-2026-12-01-eve6-ab.log \
+	doc/results/h200-2026-12-01-eve7-final.log \
+	doc/results/h200-2026-12-01-eve7-gpu-tests.log \
+	doc/results/h200-2026-12-01-eve8-bounce.log \
+	doc/results/h200-2026-12-01-eve-host_costs.log \
+	doc/results/h200-2026-12-01-eve-machine.txt \
+	doc/results/h200-2026-12-01-eve-topology.txt \
 	doc/results/h200-2026-12-01-machine.txt \
 	doc/results/copy_paths_h2d.svg \
 	doc/results/copy_paths_d2h.svg \
