@@ -657,13 +657,19 @@ END_TEST
 /* A large input (4 MiB, over the 1 MiB split) of the ring's first member is planned
  * after the small inputs of the other 16: the sim logs the small stage-in submission on
  * the stage-in stream first, then the large copy alone on the large stage-in stream; one
- * split copy is counted; every output is right. */
-START_TEST(test_large_after_small)
+ * split copy is counted; every output is right. idle_close: batch_idle_close stays on
+ * (the default), the ring closing when full; else it is off (ps_ring_of). */
+static void large_after_small(int idle_close)
 {
     const int n = 17;
     pset_t ps;
     ps_base(&ps);
-    ps_ring_of(&ps, n);
+    if (idle_close) { /* ps_ring_of without its batch_idle_close 0 (a preset is set once) */
+        ps_setf(&ps, "batch_max_tasks", "%d", n);
+        ps_set(&ps, "batch_max_wait_us", "1e7");
+    } else {
+        ps_ring_of(&ps, n);
+    }
     static bench_t b;
     bench_init(&b, &ps);
     bench_new_task(&b, C_RW, 4 * MiB, 8 * KiB);
@@ -690,34 +696,19 @@ START_TEST(test_large_after_small)
     free(rec);
     bench_fini(&b);
 }
+
+START_TEST(test_large_after_small)
+{
+    large_after_small(0);
+}
 END_TEST
 
-/* batch_idle_close on (the default) and the device idle, a task whose input is split out
- * does not leave at once: the small tasks inserted after it fill its ring and their
- * copies go first, as in test_large_after_small (else the large copy would lead). */
+/* batch_idle_close on and the device idle, a task whose input is split out does not
+ * leave at once: the small tasks inserted after it fill its ring and their copies go
+ * first, as above (else the large copy would lead in a ring of its own). */
 START_TEST(test_idle_large_waits_for_small)
 {
-    const int n = 17;
-    pset_t ps;
-    ps_base(&ps);
-    ps_setf(&ps, "batch_max_tasks", "%d", n);
-    ps_set(&ps, "batch_max_wait_us", "1e7");
-    static bench_t b;
-    bench_init(&b, &ps);
-    bench_new_task(&b, C_RW, 4 * MiB, 8 * KiB);
-    for (int i = 1; i < n; i++)
-        bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
-    bench_wait_all_ok(&b);
-    convoy_stats_t s = bench_stats(&b);
-    ck_assert_uint_eq(s.rings, 1);
-    int nrec;
-    convoy__sim_record_t *rec = bench_records(&b, &nrec);
-    ck_assert_int_ge(nrec, 2);
-    ck_assert_int_eq(rec[0].dir, CONVOY__H2D);
-    ck_assert_int_eq(rec[0].copies, 16);
-    ck_assert_uint_eq(rec[1].bytes, 4 * MiB);
-    free(rec);
-    bench_fini(&b);
+    large_after_small(1);
 }
 END_TEST
 

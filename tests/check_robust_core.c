@@ -233,21 +233,27 @@ static int add_one(const convoy_task_view_t *t, void *stream)
     return 0;
 }
 
-static void long_batch_wait(convoy_context_t *ctx, void *arg)
+/* Three tasks of a batchable class adding 1 to v[0..3) on sim, inserted; d gets the data. */
+static void insert_three(convoy_context_t *ctx, long v[3], convoy_data_t *d[3])
 {
-    int use_acquire = *(int *)arg;
     convoy_access_t rw = CONVOY_RW;
     convoy_class_t *cls;
     ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &cls),
                      CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, add_one), CONVOY_SUCCESS);
-    long v[3] = {0, 0, 0};
-    convoy_data_t *d[3];
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(convoy_data_new(ctx, &v[i], sizeof(long), &d[i]), CONVOY_SUCCESS);
-    double t0 = tu_now();
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), CONVOY_SUCCESS);
+}
+
+static void long_batch_wait(convoy_context_t *ctx, void *arg)
+{
+    int use_acquire = *(int *)arg;
+    long v[3] = {0, 0, 0};
+    convoy_data_t *d[3];
+    double t0 = tu_now();
+    insert_three(ctx, v, d);
     if (use_acquire)
         ck_assert_int_eq(convoy_data_acquire(d[1], CONVOY_READ), CONVOY_SUCCESS);
     else
@@ -297,17 +303,9 @@ static uint64_t completed(const convoy_context_t *ctx)
 static void idle_ring(convoy_context_t *ctx, void *arg)
 {
     double within = *(double *)arg;
-    convoy_access_t rw = CONVOY_RW;
-    convoy_class_t *cls;
-    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &cls),
-                     CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, add_one), CONVOY_SUCCESS);
     long v[3] = {0, 0, 0};
     convoy_data_t *d[3];
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(convoy_data_new(ctx, &v[i], sizeof(long), &d[i]), CONVOY_SUCCESS);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), CONVOY_SUCCESS);
+    insert_three(ctx, v, d);
     double t0 = tu_now();
     while (completed(ctx) < 3 && tu_now() - t0 < within)
         nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
