@@ -58,7 +58,8 @@ int main(void)
 #ifdef __linux__
     double syscall_ns = TIMED(200000, sink += (uint64_t)syscall(SYS_getppid));
     static int word;
-    double futex_ns = TIMED(200000, syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0));
+    double futex_ns =
+        TIMED(200000, syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0));
 #else
     double syscall_ns = TIMED(200000, sink += (uint64_t)getppid());
     double futex_ns = -1; /* no futex here */

@@ -4,8 +4,8 @@
 #include "config.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <hwloc.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +62,10 @@ static void wake_one(convoy__queue_wait_t *w)
 
 /* Wake one sleeping CPU worker to be the poller, unless a worker polls already or one is
  * on its way to: a burst of pushes (a ring's completion making its successors ready)
- * costs the pusher one wake-up, not one per task. On the H200 host each wake-up costs
- * the pusher microseconds (doc/results.md, 2026-12-01: successors became ready in groups
- * 45 us apart). The woken worker hands the watch on when it goes to work (worker_main). */
+ * costs the pusher one wake-up, not one per task. One each, a GPU's progress thread
+ * completing a ring took the lock of the woken workers over and over, and its CPU
+ * successors became ready in groups 45 us apart on the H200 host (doc/results.md,
+ * 2026-12-01). The woken worker hands the watch on when it goes to work (worker_main). */
 static int wake_poller(convoy__queue_wait_t *w)
 {
     int none = 0, woke = 0;
@@ -170,8 +171,7 @@ static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t
          * read of a load pulls a line the progress thread writes per task. */
         if ((i & (yielding ? 7 : 63)) == 0 && i > 0) {
             uint64_t spun = convoy__now_ns() - start;
-            if (spun >= busy_ns ||
-                (spun >= spin_ns && !accel_busy(ctx)))
+            if (spun >= busy_ns || (spun >= spin_ns && !accel_busy(ctx)))
                 break;
             yielding = spun >= spin_ns;
         }

@@ -38,8 +38,8 @@ static void wait_sleepers(convoy_context_t *ctx, int n)
 
 static convoy_context_t *start(const char *spin_us)
 {
-    const char *const preset[] = {"devices", "host", "nthreads", "8", "bind", "0", "spin_us",
-                                  spin_us,   NULL};
+    const char *const preset[] = {"devices", "host",    "nthreads", "8", "bind",
+                                  "0",       "spin_us", spin_us,    NULL};
     return tu_init(preset);
 }
 
@@ -81,8 +81,7 @@ static uint64_t burst_signals(convoy_context_t *ctx, int n)
     convoy_class_t *gate = NULL, *reader = NULL;
     convoy_access_t w = CONVOY_WRITE, r = CONVOY_READ;
     ck_assert_int_eq(convoy_class_new(ctx, "gate", 1, &w, 0, &gate), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(gate, CONVOY_DEVICE_CPU, gate_chore),
-                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(gate, CONVOY_DEVICE_CPU, gate_chore), CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_new(ctx, "reader", 1, &r, 0, &reader), CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(reader, CONVOY_DEVICE_CPU, count_chore),
                      CONVOY_SUCCESS);
@@ -143,8 +142,7 @@ static void bursts(const char *spin_us)
     convoy_class_t *cls = NULL;
     convoy_access_t rw = CONVOY_RW;
     ck_assert_int_eq(convoy_class_new(ctx, "one", 1, &rw, 0, &cls), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, count_chore),
-                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, count_chore), CONVOY_SUCCESS);
     enum { NDATA = 200 };
     static float v[NDATA];
     convoy_data_t *d[NDATA];

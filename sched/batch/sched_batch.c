@@ -193,6 +193,23 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     return queue == 0 || count == 1 || count % s->wake_at == 0;
 }
 
+/* When the ring being collected in cl closes if it does not fill (0: now). CPU workers
+ * (queue 0) move no data: a ring there never waits to fill. Nor do flushes home: something
+ * waits for them, and a burst of them (a ring's completion making its successors ready)
+ * is queued before the next pop. Nor does a ring for an idle device (batch_idle_close):
+ * it would only wait. Drops (convoy_data_free's background frees) wait longest: no one
+ * waits for them. An open wait closes every ring. */
+static uint64_t closes_at(batch_state_t *s, int queue, const class_list_t *cl, int idle)
+{
+    int internal = cl->head->cls->internal;
+    int drop = internal == CONVOY__CLS_DROP;
+    if (queue == 0 || (internal != CONVOY__CLS_USER && !drop) ||
+        (idle && s->lim.idle_close && cl->large == 0 && !drop) ||
+        atomic_load_explicit(&s->expedited, memory_order_acquire) > 0)
+        return 0;
+    return cl->head->t_ready_ns + (drop ? s->lim.drop_wait_ns : s->lim.max_wait_ns);
+}
+
 static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
                      int idle, uint64_t *deadline_ns_p)
 {
@@ -209,19 +226,7 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
         class_list_t *cl = &q->lists[i];
         if (cl->head == NULL)
             continue;
-        /* CPU workers (queue 0) move no data: a ring there never waits to fill. Nor do
-         * flushes home: something waits for them, and a burst of them (a ring's
-         * completion making its successors ready) is queued before the next pop. Nor
-         * does a ring for an idle device (batch_idle_close): it would only wait. Drops
-         * (convoy_data_free's background frees) wait longest: no one waits for them. */
-        int internal = cl->head->cls->internal;
-        int drop = internal == CONVOY__CLS_DROP;
-        uint64_t closes =
-            queue == 0 || (internal != CONVOY__CLS_USER && !drop) ||
-                    (idle && s->lim.idle_close && cl->large == 0 && !drop) ||
-                    atomic_load_explicit(&s->expedited, memory_order_acquire) > 0
-                ? 0
-                : cl->head->t_ready_ns + (drop ? s->lim.drop_wait_ns : s->lim.max_wait_ns);
+        uint64_t closes = closes_at(s, queue, cl, idle);
         if (cl->count >= limit || now_ns >= closes) {
             if (pick == NULL || cl->head->t_ready_ns < pick->head->t_ready_ns)
                 pick = cl;
