@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__unix__)
+#include <sys/resource.h>
+#endif
 
 #include "convoy.h"
 
@@ -17,6 +20,18 @@ static inline double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Page faults of the whole process so far (minor and major), 0 where unknown: in a
+ * virtual machine a page touched for the first time can cost microseconds. */
+static inline long bench_page_faults(void)
+{
+#if defined(__unix__)
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        return ru.ru_minflt + ru.ru_majflt;
+#endif
+    return 0;
 }
 
 /* "--name=value" or "--name value": the value, advancing *i; NULL if argv[*i] is not it. */

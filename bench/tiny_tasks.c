@@ -226,10 +226,12 @@ int main(int argc, char **argv)
     }
     convoy_stats_t s0, s1;
     convoy_get_stats(ctx, &s0);
+    long faults0 = bench_page_faults();
     double t0 = bench_now();
     int ok = run_insert(ctx, cls, &r) == 0;
     convoy_status_t st = convoy_wait(ctx);
     double secs = bench_now() - t0;
+    long faults = bench_page_faults() - faults0;
     convoy_get_stats(ctx, &s1);
     if (st != CONVOY_SUCCESS) {
         fprintf(stderr, "%s: %s\n", prog, convoy_last_error(ctx));
@@ -258,14 +260,14 @@ int main(int argc, char **argv)
     printf("tiny_tasks sched=%s device=%s tasks=%d flow_bytes=%zu inputs=%d outputs=%d "
            "host_memory=%s batch_chore=%s seconds=%.6f tasks_per_s=%.0f h2d_submissions=%llu "
            "h2d_copies=%llu "
-           "d2h_submissions=%llu d2h_copies=%llu launches=%llu verified=%s\n",
+           "d2h_submissions=%llu d2h_copies=%llu launches=%llu page_faults=%ld verified=%s\n",
            convoy_sched_name(ctx), bench_device(ctx), r.tasks, r.flow_bytes, r.inputs, r.outputs,
            r.pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs, r.tasks / secs,
            (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
            (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
            (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),
            (unsigned long long)(s1.d2h_copies - s0.d2h_copies),
-           (unsigned long long)(s1.launches - s0.launches), ok ? "yes" : "no");
+           (unsigned long long)(s1.launches - s0.launches), faults, ok ? "yes" : "no");
     run_free(ctx, &r);
     convoy_fini(ctx);
     return ok ? 0 : 1;

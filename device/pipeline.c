@@ -93,8 +93,8 @@ convoy_status_t convoy__sync(convoy__pipe_t *p, convoy__stream_t *stream)
     convoy__device_t *dev = p->dev;
     char why[256];
     snprintf(why, sizeof(why), "%s", convoy_last_error(NULL));
-    convoy__log_warn("%s: no event could be recorded (%s); waiting for the stream instead", dev->name,
-                     why);
+    convoy__log_warn("%s: no event could be recorded (%s); waiting for the stream instead",
+                     dev->name, why);
     if (dev->ops->stream_sync == NULL)
         return convoy__error(NULL, CONVOY_ERR_DEVICE, "%s cannot wait for a stream", dev->name);
     return dev->ops->stream_sync(dev, stream);
@@ -183,20 +183,22 @@ static uint64_t prof_total(const convoy__pipe_t *p)
     return total;
 }
 
-/* The calling thread's CPU time and context switches (voluntary: it blocked in the
- * kernel; involuntary: it was preempted); 0 where the system cannot say. */
-static void thread_usage(uint64_t *cpu_ns, long *nvcsw, long *nivcsw)
+/* The calling thread's CPU time, context switches (voluntary: it blocked in the kernel;
+ * involuntary: it was preempted) and page faults (minor: a page first touched, or given
+ * back by the allocator and touched again; in a virtual machine each can cost
+ * microseconds); 0 where the system cannot say. */
+static void thread_usage(convoy__thread_usage_t *u)
 {
     struct timespec ts;
-    *cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
-                  ? (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec
-                  : 0;
-    *nvcsw = *nivcsw = 0;
+    *u = (convoy__thread_usage_t){0};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        u->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 #ifdef RUSAGE_THREAD
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-        *nvcsw = ru.ru_nvcsw;
-        *nivcsw = ru.ru_nivcsw;
+        u->nvcsw = ru.ru_nvcsw;
+        u->nivcsw = ru.ru_nivcsw;
+        u->faults = ru.ru_minflt + ru.ru_majflt;
     }
 #endif
 }
@@ -206,7 +208,7 @@ static void prof_reset(convoy__pipe_t *p)
     memset(p->prof, 0, sizeof(p->prof));
     memset(p->sub, 0, sizeof(p->sub));
     p->prof_passes = p->prof_rings = p->prof_transfer_rings = p->prof_transfers = 0;
-    thread_usage(&p->prof_cpu_ns, &p->prof_nvcsw, &p->prof_nivcsw);
+    thread_usage(&p->prof_usage);
 }
 
 /* Print the split of the busy period that ends now, and start the next one. */
@@ -218,13 +220,13 @@ static void prof_print(convoy__pipe_t *p)
                                                         "launch", "finish",  "complete"};
     uint64_t total = prof_total(p);
     char line[1024];
-    int len = snprintf(line, sizeof(line),
-                       "convoy: %s progress_profile: %.0f us in %llu passes, %llu rings of tasks, "
-                       "%llu rings of %llu transfers (flushes, drops):",
-                       p->dev->name, total / 1e3, (unsigned long long)p->prof_passes,
-                       (unsigned long long)p->prof_rings,
-                       (unsigned long long)p->prof_transfer_rings,
-                       (unsigned long long)p->prof_transfers);
+    int len =
+        snprintf(line, sizeof(line),
+                 "convoy: %s progress_profile: %.0f us in %llu passes, %llu rings of tasks, "
+                 "%llu rings of %llu transfers (flushes, drops):",
+                 p->dev->name, total / 1e3, (unsigned long long)p->prof_passes,
+                 (unsigned long long)p->prof_rings, (unsigned long long)p->prof_transfer_rings,
+                 (unsigned long long)p->prof_transfers);
     for (int i = 0; i < CONVOY__PROF_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
         len += snprintf(line + len, sizeof(line) - (size_t)len, " %s=%.0fus(%.1f%%)", names[i],
                         p->prof[i] / 1e3, total ? 100.0 * (double)p->prof[i] / (double)total : 0.0);
@@ -233,14 +235,13 @@ static void prof_print(convoy__pipe_t *p)
                         i == 0 ? "; within:" : "", subs[i], p->sub[i] / 1e3);
     /* CPU time well under the period's: the thread was off its core (blocked in the
      * kernel, or preempted: the context switches say which). */
-    uint64_t cpu;
-    long nvcsw, nivcsw;
-    thread_usage(&cpu, &nvcsw, &nivcsw);
+    convoy__thread_usage_t u;
+    thread_usage(&u);
     if (len > 0 && (size_t)len < sizeof(line))
         snprintf(line + len, sizeof(line) - (size_t)len,
-                 "; thread: cpu=%.0fus blocked=%ld preempted=%ld",
-                 (double)(cpu - p->prof_cpu_ns) / 1e3, nvcsw - p->prof_nvcsw,
-                 nivcsw - p->prof_nivcsw);
+                 "; thread: cpu=%.0fus blocked=%ld preempted=%ld faults=%ld",
+                 (double)(u.cpu_ns - p->prof_usage.cpu_ns) / 1e3, u.nvcsw - p->prof_usage.nvcsw,
+                 u.nivcsw - p->prof_usage.nivcsw, u.faults - p->prof_usage.faults);
     fprintf(stderr, "%s\n", line);
     prof_reset(p);
 }
@@ -302,8 +303,8 @@ static void *progress_main(void *arg)
         /* Tasks waiting for memory go first, once work in flight or an eviction gives
          * some back. */
         int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->outbound != NULL);
-        if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight &&
-            !memory_wait && !skip_pop) {
+        if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight && !memory_wait &&
+            !skip_pop) {
             int n = take_tasks(p, &deadline);
             p->pop_empty = n == 0;
             p->empty_seen = pushed;

@@ -15,8 +15,8 @@
 #include "device/memcpy_gang.h"
 #include "device/pipeline.h"
 
-#define CONVOY__NEXEC 4       /* execute streams, used in turn by launches */
-#define CONVOY__RING_CAP 4096 /* the most tasks the pipeline takes as one ring */
+#define CONVOY__NEXEC 4         /* execute streams, used in turn by launches */
+#define CONVOY__RING_CAP 4096   /* the most tasks the pipeline takes as one ring */
 #define CONVOY__SPARE_MEMBERS 4 /* member arrays kept for reuse */
 
 /* A device event shared by everything that waits for one submission or launch. */
@@ -127,7 +127,7 @@ enum { RING_TASKS = 0, RING_FLUSH, RING_FLUSH_ALL, RING_DROP };
 
 typedef struct convoy__ring {
     int64_t id;
-    int mcap; /* members m has room for */
+    int mcap;                  /* members m has room for */
     int kind;                  /* RING_* */
     const convoy_class_t *cls; /* every member's: a member's task is freed once it completes */
     int n;
@@ -194,6 +194,13 @@ enum {
             (p)->sub[part] += convoy__now_ns() - t_sub_;                                           \
     } while (0)
 
+/* What getrusage and the thread's clock say of the progress thread (progress_profile). */
+typedef struct convoy__thread_usage {
+    uint64_t cpu_ns;
+    long nvcsw, nivcsw; /* context switches: voluntary (blocked), involuntary (preempted) */
+    long faults;        /* page faults, minor and major */
+} convoy__thread_usage_t;
+
 typedef struct convoy__pipe {
     convoy__device_t *dev;
     convoy_context_t *ctx;
@@ -224,22 +231,21 @@ typedef struct convoy__pipe {
     convoy__span_t *spans;     /* one job's memcpys, reused */
     int spans_cap;
     uint64_t poll_ns;
-    uint64_t spin_ns;      /* progress_spin_us */
-    uint64_t idle_since;   /* when nothing last moved with work in flight (0: it moved) */
-    int pop_empty;         /* the last pop found nothing: skip pops until a push or ... */
-    uint64_t empty_seen;   /* ... the queue's push count moves from this (or its wake-ups'
-                              count from empty_woken: an expedite), or ... */
+    uint64_t spin_ns;    /* progress_spin_us */
+    uint64_t idle_since; /* when nothing last moved with work in flight (0: it moved) */
+    int pop_empty;       /* the last pop found nothing: skip pops until a push or ... */
+    uint64_t empty_seen; /* ... the queue's push count moves from this (or its wake-ups'
+                            count from empty_woken: an expedite), or ... */
     uint64_t empty_woken;
-    uint64_t empty_until;  /* ... the ring deadline it reported passes, or ... */
-    int empty_idle;        /* ... the device's idleness changes (batch_idle_close) */
-    int profile;                        /* progress_profile: prof[] is kept */
-    uint64_t prof[CONVOY__PROF_COUNT];  /* ns spent in each part of the progress loop */
-    uint64_t sub[CONVOY__SUB_COUNT];    /* ns in parts within those */
-    uint64_t prof_passes, prof_rings;   /* loop passes, rings of the program's tasks started */
+    uint64_t empty_until;              /* ... the ring deadline it reported passes, or ... */
+    int empty_idle;                    /* ... the device's idleness changes (batch_idle_close) */
+    int profile;                       /* progress_profile: prof[] is kept */
+    uint64_t prof[CONVOY__PROF_COUNT]; /* ns spent in each part of the progress loop */
+    uint64_t sub[CONVOY__SUB_COUNT];   /* ns in parts within those */
+    uint64_t prof_passes, prof_rings;  /* loop passes, rings of the program's tasks started */
     uint64_t prof_transfer_rings, prof_transfers; /* rings of internal transfers, members */
-    _Atomic uint64_t drop_rings; /* rings of drops started (convoy__pipeline_drop_rings) */
-    uint64_t prof_cpu_ns;               /* the thread's CPU time when the period began */
-    long prof_nvcsw, prof_nivcsw;       /* its context switches then (getrusage) */
+    _Atomic uint64_t drop_rings;       /* rings of drops started (convoy__pipeline_drop_rings) */
+    convoy__thread_usage_t prof_usage; /* the thread's CPU time, switches, faults then */
     convoy__task_t *popped[CONVOY__RING_CAP];
     /* Member arrays of finished rings, for the next rings: one of 256 members is 140 KiB,
      * which malloc takes from and gives back to the kernel each time. */
