@@ -9,7 +9,7 @@
 #include "device/devmem.h"
 #include "src/coherence.h"
 
-void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev)
+void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev, size_t cache_bytes)
 {
     dm->dev = dev;
     for (int i = 0; i < CONVOY__LRU_LISTS; i++)
@@ -20,6 +20,20 @@ void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev)
     dm->nspare = 0;
     dm->bytes_in_use = 0;
     dm->evictions = 0;
+    convoy__devcache_init(&dm->cache, cache_bytes);
+}
+
+/* Give a buffer no one uses back: to the cache, or to the device. */
+static void block_free(convoy__devmem_t *dm, void *ptr, size_t bytes)
+{
+    if (!convoy__devcache_keep(&dm->cache, ptr, bytes))
+        dm->dev->ops->mem_free(dm->dev, ptr);
+}
+
+static void device_free(void *arg, void *ptr)
+{
+    convoy__device_t *dev = arg;
+    dev->ops->mem_free(dev, ptr);
 }
 
 /* A copy of a freed datum: its drop may still be queued (a ring of drops waits to fill),
@@ -84,8 +98,10 @@ static void lru_append(convoy__devmem_t *dm, convoy__devcopy_t *c)
     lru_append_to(dm, c, stays_clean(dm, c) ? CONVOY__LRU_CLEAN : CONVOY__LRU_DIRTY);
 }
 
-/* Free a copy no one uses and detach it from its datum; it is in no LRU. */
-static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c)
+/* Free a copy no one uses and detach it from its datum; it is in no LRU. Its memory
+ * goes to the cache when keep (not when it is freed to make room: an allocation of
+ * another size needs the memory). */
+static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c, int keep)
 {
     if (c->all_prev != NULL)
         c->all_prev->all_next = c->all_next;
@@ -93,7 +109,10 @@ static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c)
         dm->all = c->all_next;
     if (c->all_next != NULL)
         c->all_next->all_prev = c->all_prev;
-    dm->dev->ops->mem_free(dm->dev, c->ptr);
+    if (keep)
+        block_free(dm, c->ptr, c->data->bytes);
+    else
+        dm->dev->ops->mem_free(dm->dev, c->ptr);
     dm->bytes_in_use -= c->data->bytes;
     c->data->dev[dm->dev->index] = NULL;
     convoy__coh_clear_hint(c->data, dm->dev->index);
@@ -130,26 +149,35 @@ static convoy__devcopy_t *clean_victim_take(convoy__devmem_t *dm)
 }
 
 /* Allocate bytes within the device's capacity for convoy (mem_capacity, which the
- * parameter device_memory may lower), freeing clean unused copies (least recently used
+ * parameter device_memory may lower): a kept block of that size, else from the device,
+ * giving the kept blocks back and then freeing clean unused copies (least recently used
  * first) while the device is full. */
 static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void **ptr_p)
 {
     convoy__device_t *dev = dm->dev;
     if (bytes > dev->mem_capacity)
-        return convoy__error(dev->ctx, CONVOY_ERR_NOMEM, "%zu bytes asked; %s has %zu bytes of memory",
-                             bytes, dev->name, dev->mem_capacity);
+        return convoy__error(dev->ctx, CONVOY_ERR_NOMEM,
+                             "%zu bytes asked; %s has %zu bytes of memory", bytes, dev->name,
+                             dev->mem_capacity);
+    if (dm->bytes_in_use + bytes <= dev->mem_capacity &&
+        (*ptr_p = convoy__devcache_take(&dm->cache, bytes)) != NULL)
+        return CONVOY_SUCCESS;
     for (;;) {
         convoy_status_t st = CONVOY_ERR_NOMEM;
         if (dm->bytes_in_use + bytes <= dev->mem_capacity)
             st = dev->ops->mem_alloc(dev, bytes, ptr_p);
         if (st != CONVOY_ERR_NOMEM)
             return st;
+        if (atomic_load_explicit(&dm->cache.held, memory_order_relaxed) > 0) {
+            convoy__devcache_drain(&dm->cache, device_free, dev);
+            continue;
+        }
         convoy__devcopy_t *c = clean_victim_take(dm);
         if (c == NULL)
             return convoy__error(dev->ctx, CONVOY_ERR_NOMEM,
                                  "%s: %zu bytes asked, %zu of %zu in use and no clean copy to free",
                                  dev->name, bytes, dm->bytes_in_use, dev->mem_capacity);
-        free_copy(dm, c);
+        free_copy(dm, c, 0);
         dm->evictions++;
         atomic_fetch_add_explicit(&dev->ctx->stats.evictions, 1, memory_order_relaxed);
     }
@@ -184,7 +212,7 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
         c = calloc(1, sizeof(*c));
     }
     if (c == NULL) {
-        dev->ops->mem_free(dev, ptr);
+        block_free(dm, ptr, data->bytes);
         st = convoy__error(dev->ctx, CONVOY_ERR_NOMEM, "out of host memory for a device copy");
         goto out;
     }
@@ -234,19 +262,19 @@ void convoy__devmem_free_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes)
 {
     if (ptr == NULL)
         return;
-    dm->dev->ops->mem_free(dm->dev, ptr);
+    block_free(dm, ptr, bytes);
     dm->bytes_in_use -= bytes;
 }
 
 void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *c, void *ptr)
 {
-    dm->dev->ops->mem_free(dm->dev, c->ptr);
+    block_free(dm, c->ptr, c->data->bytes);
     dm->bytes_in_use -= c->data->bytes;
     c->ptr = ptr;
 }
 
-int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
-                              convoy__devcopy_t **out, int max)
+int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit, convoy__devcopy_t **out,
+                              int max)
 {
     int n = 0;
     size_t got = 0;
@@ -270,7 +298,7 @@ int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit,
 void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
     if (c->users == 0 && c->evicting && !c->out_failed) {
-        free_copy(dm, c);
+        free_copy(dm, c, 0); /* evicted: its memory is wanted */
         dm->evictions++;
         atomic_fetch_add_explicit(&dm->dev->ctx->stats.evictions, 1, memory_order_relaxed);
     } else if (c->users == 0 && c->evicting) {
@@ -307,7 +335,7 @@ void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
     if (c != NULL && c->users == 0 && !c->pinned && c->out_ev == NULL) {
         if (!c->evicting)
             lru_remove(dm, c);
-        free_copy(dm, c);
+        free_copy(dm, c, 1);
     } else if (c != NULL && !c->pinned) {
         convoy__log_error("%s: datum %llu freed while %d task(s) use it", dm->dev->name,
                           (unsigned long long)data->id, c->users);
@@ -320,13 +348,15 @@ void convoy__devmem_fini(convoy__devmem_t *dm)
         while (dm->lru[i].head != NULL) {
             convoy__devcopy_t *c = dm->lru[i].head;
             lru_remove(dm, c);
-            free_copy(dm, c);
+            free_copy(dm, c, 0);
         }
     while (dm->pinned != NULL) {
         convoy__devcopy_t *c = dm->pinned;
         dm->pinned = c->lru_next;
-        free_copy(dm, c);
+        free_copy(dm, c, 0);
     }
+    convoy__devcache_drain(&dm->cache, device_free, dm->dev);
+    convoy__devcache_fini(&dm->cache);
     while (dm->spare != NULL) {
         convoy__devcopy_t *c = dm->spare;
         dm->spare = c->all_next;

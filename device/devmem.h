@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 
+#include "device/devcache.h"
 #include "src/core.h"
 
 #define CONVOY__NO_VERSION UINT64_MAX
@@ -30,16 +31,16 @@ typedef struct convoy__devcopy {
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */
     int64_t stage_ring;          /* the ring whose stage-in list holds it, and where */
     int stage_slot;
-    struct convoy__pev *out_ev;  /* a pushout of it home in flight (flush or eviction); the
-                                    pipeline's outbound batch holds the reference */
-    uint64_t out_version;        /* the version that pushout carries */
-    void *bounce;                /* that pushout lands in this pinned block first: copied
-                                    into the host memory when it lands, before coherence
-                                    learns it (copies.c) */
-    int out_failed;              /* the last pushout home failed (the copy stays dirty) */
-    int evicting;                /* freed when its pushout lands, unless in use again */
-    int evict_failures;          /* eviction pushouts of it that failed */
-    int lru_list;                /* which LRU holds it while unused: CONVOY__LRU_* */
+    struct convoy__pev *out_ev; /* a pushout of it home in flight (flush or eviction); the
+                                   pipeline's outbound batch holds the reference */
+    uint64_t out_version;       /* the version that pushout carries */
+    void *bounce;               /* that pushout lands in this pinned block first: copied
+                                   into the host memory when it lands, before coherence
+                                   learns it (copies.c) */
+    int out_failed;             /* the last pushout home failed (the copy stays dirty) */
+    int evicting;               /* freed when its pushout lands, unless in use again */
+    int evict_failures;         /* eviction pushouts of it that failed */
+    int lru_list;               /* which LRU holds it while unused: CONVOY__LRU_* */
     struct convoy__devcopy *lru_prev, *lru_next; /* that LRU while users == 0; dm->pinned */
     struct convoy__devcopy *all_prev, *all_next; /* every copy of the device: dm->all */
 } convoy__devcopy_t;
@@ -63,15 +64,17 @@ typedef struct convoy__devlru {
 typedef struct convoy__devmem {
     convoy__device_t *dev;
     convoy__devlru_t lru[CONVOY__LRU_LISTS];
-    convoy__devcopy_t *pinned;              /* kept out of use (lru_next links them) */
-    convoy__devcopy_t *all;                 /* every copy (all_next links them) */
-    convoy__devcopy_t *spare;               /* freed copy records, for reuse (all_next) */
-    int nspare;                             /* how many (at most CONVOY__DEVMEM_SPARES) */
-    size_t bytes_in_use;
+    convoy__devcopy_t *pinned; /* kept out of use (lru_next links them) */
+    convoy__devcopy_t *all;    /* every copy (all_next links them) */
+    convoy__devcopy_t *spare;  /* freed copy records, for reuse (all_next) */
+    int nspare;                /* how many (at most CONVOY__DEVMEM_SPARES) */
+    convoy__devcache_t cache;  /* freed small buffers, for reuse (devcache.h) */
+    size_t bytes_in_use;       /* copies' and buffers' bytes (not the cache's) */
     uint64_t evictions;
 } convoy__devmem_t;
 
-void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev);
+/* Device memory of dev, keeping up to cache_bytes of freed buffers for reuse. */
+void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev, size_t cache_bytes);
 /* Free every copy: none in use, and nothing in flight any more (the device's streams
  * are gone), so pinned copies go too. */
 void convoy__devmem_fini(convoy__devmem_t *dm);

@@ -6,6 +6,7 @@ noinst_HEADERS += \
 	device/pipeline.h \
 	device/pipeline_impl.h \
 	device/devmem.h \
+	device/devcache.h \
 	device/arena.h \
 	device/devpool.h \
 	device/hostslab.h \
@@ -34,6 +35,7 @@ libconvoy_internal_la_SOURCES += \
 	device/launch.c \
 	device/pushout.c \
 	device/devmem.c \
+	device/devcache.c \
 	$(convoy_gpu_common) \
 	device/host/device_host.c \
 	device/sim/device_sim.c \

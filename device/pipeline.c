@@ -419,7 +419,8 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     size_t cap = (size_t)convoy__param_int(&ctx->params, "device_memory");
     if (cap > 0 && cap < dev->mem_capacity)
         dev->mem_capacity = cap;
-    convoy__devmem_init(&p->mem, dev);
+    size_t cache = (size_t)convoy__param_int(&ctx->params, "device_cache");
+    convoy__devmem_init(&p->mem, dev, CONVOY__MIN(cache, dev->mem_capacity / 4));
     dev->pipeline = p;
     if (p->method >= 0 && !(dev->methods & (1u << p->method))) {
         char have[64] = "";
@@ -500,4 +501,10 @@ uint64_t convoy__pipeline_drop_rings(const convoy__device_t *dev)
 {
     const convoy__pipe_t *p = dev->pipeline;
     return p != NULL ? atomic_load_explicit(&p->drop_rings, memory_order_relaxed) : 0;
+}
+
+size_t convoy__pipeline_cached_bytes(const convoy__device_t *dev)
+{
+    const convoy__pipe_t *p = dev->pipeline;
+    return p != NULL ? atomic_load_explicit(&p->mem.cache.held, memory_order_relaxed) : 0;
 }

@@ -20,5 +20,8 @@ void convoy__pipeline_destroy(convoy__device_t *dev);
 /* Rings of background drops (convoy_data_free) the device's thread has started: for
  * tests of their collection. */
 uint64_t convoy__pipeline_drop_rings(const convoy__device_t *dev);
+/* Bytes of freed buffers the device keeps for reuse (device_cache): with the copies of
+ * live data, all the device memory convoy holds. */
+size_t convoy__pipeline_cached_bytes(const convoy__device_t *dev);
 
 #endif /* CONVOY_PIPELINE_H */

@@ -1,0 +1,245 @@
+/*
+ * check_devcache: freed device buffers kept by size for reuse (device/devcache.c, and
+ * devmem's use of it). The cache hands a block back only for its exact size, last freed
+ * first; it keeps nothing past its limit or past CONVOY__DEVCACHE_MAX_BLOCK, and at most
+ * CONVOY__DEVCACHE_CLASSES sizes at once; a drain gives every block to the device. On the
+ * sim device: the copies of freed data serve the next data of their size with no device
+ * allocation, and give back their bytes of results intact; an allocation of another size
+ * that finds the memory held by the cache gets it (the cache is drained, nothing is
+ * evicted or fails); device_cache=0 keeps nothing.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/devcache.h"
+#include "device/device.h"
+#include "device/pipeline.h"
+#include "device/sim/sim.h"
+#include "src/context.h"
+#include "tests/test_util.h"
+
+static void *block(uintptr_t k)
+{
+    return (void *)(0x100000 + 0x1000 * k);
+}
+
+static int freed;
+static void count_free(void *arg, void *ptr)
+{
+    (void)arg;
+    (void)ptr;
+    freed++;
+}
+
+/* Exact sizes, last freed first, a miss for another size. */
+START_TEST(takes_exact_size_last_first)
+{
+    convoy__devcache_t c;
+    convoy__devcache_init(&c, 1 << 20);
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(1), 8192), 1);
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(2), 8192), 1);
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(3), 4096), 1);
+    ck_assert_uint_eq(atomic_load(&c.held), 8192 + 8192 + 4096);
+    ck_assert_ptr_null(convoy__devcache_take(&c, 8193));
+    ck_assert_ptr_eq(convoy__devcache_take(&c, 8192), block(2));
+    ck_assert_ptr_eq(convoy__devcache_take(&c, 8192), block(1));
+    ck_assert_ptr_null(convoy__devcache_take(&c, 8192));
+    ck_assert_ptr_eq(convoy__devcache_take(&c, 4096), block(3));
+    ck_assert_uint_eq(atomic_load(&c.held), 0);
+    ck_assert_uint_eq(c.hits, 3);
+    convoy__devcache_fini(&c);
+}
+END_TEST
+
+/* Nothing past the limit, nothing too large, a limit of 0 keeps nothing. */
+START_TEST(keeps_within_its_bounds)
+{
+    convoy__devcache_t c;
+    convoy__devcache_init(&c, 3 * 4096);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(convoy__devcache_keep(&c, block((uintptr_t)i), 4096), 1);
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(9), 4096), 0);
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(9), 1), 0);
+    ck_assert_uint_eq(atomic_load(&c.held), 3 * 4096);
+    convoy__devcache_t big;
+    convoy__devcache_init(&big, (size_t)1 << 40);
+    ck_assert_int_eq(convoy__devcache_keep(&big, block(1), CONVOY__DEVCACHE_MAX_BLOCK + 1), 0);
+    ck_assert_int_eq(convoy__devcache_keep(&big, block(1), CONVOY__DEVCACHE_MAX_BLOCK), 1);
+    ck_assert_int_eq(convoy__devcache_keep(&big, NULL, 64), 0);
+    convoy__devcache_t none;
+    convoy__devcache_init(&none, 0);
+    ck_assert_int_eq(convoy__devcache_keep(&none, block(1), 64), 0);
+    freed = 0;
+    convoy__devcache_drain(&c, count_free, NULL);
+    convoy__devcache_drain(&big, count_free, NULL);
+    ck_assert_int_eq(freed, 4);
+    ck_assert_uint_eq(atomic_load(&c.held), 0);
+    convoy__devcache_fini(&c);
+    convoy__devcache_fini(&big);
+    convoy__devcache_fini(&none);
+}
+END_TEST
+
+/* CONVOY__DEVCACHE_CLASSES sizes at once; a class that empties takes a new size. */
+START_TEST(bounded_number_of_sizes)
+{
+    convoy__devcache_t c;
+    convoy__devcache_init(&c, (size_t)1 << 30);
+    for (int i = 0; i < CONVOY__DEVCACHE_CLASSES; i++)
+        ck_assert_int_eq(convoy__devcache_keep(&c, block((uintptr_t)i), 64 * (size_t)(i + 1)), 1);
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(99), 64 * 100), 0);
+    ck_assert_ptr_eq(convoy__devcache_take(&c, 64), block(0));
+    ck_assert_int_eq(convoy__devcache_keep(&c, block(99), 64 * 100), 1);
+    ck_assert_ptr_eq(convoy__devcache_take(&c, 64 * 100), block(99));
+    freed = 0;
+    convoy__devcache_drain(&c, count_free, NULL);
+    ck_assert_int_eq(freed, CONVOY__DEVCACHE_CLASSES - 1);
+    convoy__devcache_fini(&c);
+}
+END_TEST
+
+static int add_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    uint32_t *w = t->flows[0];
+    for (size_t i = 0; i < t->flow_bytes[0] / sizeof(*w); i++)
+        w[i] += 1;
+    return 0;
+}
+
+typedef struct env {
+    convoy_context_t *ctx;
+    convoy_class_t *add;
+    convoy__device_t *dev;
+} env_t;
+
+static void env_init(env_t *e, const char *memory, const char *cache)
+{
+    const char *kv[] = {"devices",       "sim",  "nthreads",     "2",   "bind",  "0",
+                        "sim_submit_us", "0",    "sim_copy_us",  "0",   "sched", "batch",
+                        "sim_memory",    memory, "device_cache", cache, NULL};
+    e->ctx = tu_init(kv);
+    convoy_access_t rw = CONVOY_RW;
+    ck_assert_int_eq(convoy_class_new(e->ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &e->add), 0);
+    ck_assert_int_eq(convoy_class_set_chore(e->add, CONVOY_DEVICE_SIM, add_chore), 0);
+    e->dev = convoy__ctx_accel(e->ctx, 0);
+}
+
+/* n data of bytes each (buffers from malloc, zeroed), a task each adding 1; waited for. */
+static void round_of(env_t *e, int n, size_t bytes, uint32_t **buf, convoy_data_t **d)
+{
+    for (int i = 0; i < n; i++) {
+        buf[i] = calloc(1, bytes);
+        ck_assert_ptr_nonnull(buf[i]);
+        ck_assert_int_eq(convoy_data_new(e->ctx, buf[i], bytes, &d[i]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_task_insert(e->ctx, e->add, NULL, 0, &d[i]), CONVOY_SUCCESS);
+    }
+    ck_assert_msg(convoy_wait(e->ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e->ctx));
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(convoy_data_acquire(d[i], CONVOY_READ), CONVOY_SUCCESS);
+        for (size_t k = 0; k < bytes / sizeof(uint32_t); k++)
+            ck_assert_msg(buf[i][k] == 1, "datum %d word %zu is %u", i, k, buf[i][k]);
+    }
+}
+
+static void free_round(env_t *e, int n, uint32_t **buf, convoy_data_t **d)
+{
+    for (int i = 0; i < n; i++)
+        convoy_data_free(d[i]);
+    convoy__wait_quiet(e->ctx);
+    for (int i = 0; i < n; i++)
+        free(buf[i]);
+}
+
+static convoy__sim_counters_t counters(env_t *e)
+{
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(e->dev, &c);
+    return c;
+}
+
+/* The copies of freed data serve the next round of their size: no device allocation,
+ * and every result intact. */
+START_TEST(freed_copies_serve_next_data)
+{
+    enum { N = 48 };
+    const size_t bytes = 8192;
+    env_t e;
+    env_init(&e, "1G", "1G");
+    static uint32_t *buf[N];
+    static convoy_data_t *d[N];
+    round_of(&e, N, bytes, buf, d);
+    free_round(&e, N, buf, d);
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), N * bytes);
+    convoy__sim_counters_t before = counters(&e);
+    round_of(&e, N, bytes, buf, d);
+    convoy__sim_counters_t after = counters(&e);
+    ck_assert_msg(after.allocs == before.allocs, "%llu device allocations for a size held",
+                  (unsigned long long)(after.allocs - before.allocs));
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), 0);
+    free_round(&e, N, buf, d);
+    convoy_fini(e.ctx);
+}
+END_TEST
+
+/* The cache holds most of a small device in blocks of one size; data of another size then
+ * get the memory (the cache gives it back) with nothing evicted and no task failed. */
+START_TEST(other_size_gets_cached_memory)
+{
+    enum { N = 26 };
+    env_t e;
+    env_init(&e, "256K", "1G"); /* the cache may hold a quarter: 64 KiB */
+    static uint32_t *buf[N];
+    static convoy_data_t *d[N];
+    round_of(&e, 8, 8192, buf, d);
+    free_round(&e, 8, buf, d);
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), 64 * 1024);
+    /* 26 x 8000 bytes = 208000: fits only with the cache's 64 KiB given back. */
+    round_of(&e, N, 8000, buf, d);
+    convoy_stats_t s;
+    convoy_get_stats(e.ctx, &s);
+    ck_assert_uint_eq(s.evictions, 0);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), 0);
+    free_round(&e, N, buf, d);
+    convoy_fini(e.ctx);
+}
+END_TEST
+
+/* device_cache=0: freed data give all their device memory back. */
+START_TEST(cache_off_keeps_nothing)
+{
+    enum { N = 16 };
+    env_t e;
+    env_init(&e, "1G", "0");
+    static uint32_t *buf[N];
+    static convoy_data_t *d[N];
+    round_of(&e, N, 4096, buf, d);
+    free_round(&e, N, buf, d);
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), 0);
+    ck_assert_uint_eq(counters(&e).bytes_in_use, 0);
+    convoy_fini(e.ctx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("devcache");
+    TCase *tc = tu_tcase(s, "cache", 30);
+    tcase_add_test(tc, takes_exact_size_last_first);
+    tcase_add_test(tc, keeps_within_its_bounds);
+    tcase_add_test(tc, bounded_number_of_sizes);
+    tc = tu_tcase(s, "sim", 60);
+    tcase_add_test(tc, freed_copies_serve_next_data);
+    tcase_add_test(tc, other_size_gets_cached_memory);
+    tcase_add_test(tc, cache_off_keeps_nothing);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}
