@@ -85,24 +85,30 @@ static inline void convoy__member_init(convoy__member_t *m, convoy__task_t *t, i
 /* The flow of m before f with the same datum, or -1. */
 static inline int convoy__member_same_datum(const convoy__member_t *m, int f)
 {
+    if (!m->task->aliased) /* the common case, known at insertion: no loop per flow */
+        return -1;
     for (int e = 0; e < f; e++)
         if (m->task->data[e] == m->task->data[f])
             return e;
     return -1;
 }
 
-/* Does the task read (READ or RW), or write, datum d through any flow? */
-static inline int convoy__task_reads_datum(const convoy__task_t *t, const convoy_data_t *d)
+/* Does the task read (READ or RW), or write, the datum of its flow f through any flow? */
+static inline int convoy__task_reads_datum(const convoy__task_t *t, int f)
 {
-    for (int f = 0; f < t->cls->nflows; f++)
-        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_READ))
+    if (!t->aliased)
+        return (t->cls->modes[f] & CONVOY_READ) != 0;
+    for (int e = 0; e < t->cls->nflows; e++)
+        if (t->data[e] == t->data[f] && (t->cls->modes[e] & CONVOY_READ))
             return 1;
     return 0;
 }
-static inline int convoy__task_writes_datum(const convoy__task_t *t, const convoy_data_t *d)
+static inline int convoy__task_writes_datum(const convoy__task_t *t, int f)
 {
-    for (int f = 0; f < t->cls->nflows; f++)
-        if (t->data[f] == d && (t->cls->modes[f] & CONVOY_WRITE))
+    if (!t->aliased)
+        return (t->cls->modes[f] & CONVOY_WRITE) != 0;
+    for (int e = 0; e < t->cls->nflows; e++)
+        if (t->data[e] == t->data[f] && (t->cls->modes[e] & CONVOY_WRITE))
             return 1;
     return 0;
 }

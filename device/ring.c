@@ -61,7 +61,7 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
         m->ncopies = f + 1;
     }
     for (int f = 0; f < nflows; f++) {
-        if (convoy__member_same_datum(m, f) >= 0 || !convoy__task_writes_datum(t, t->data[f]) ||
+        if (convoy__member_same_datum(m, f) >= 0 || !convoy__task_writes_datum(t, f) ||
             !convoy__devmem_dirty(&p->mem, m->copy[f]))
             continue;
         convoy_status_t st = convoy__devmem_alloc_buffer(&p->mem, t->data[f]->bytes, &m->fresh[f]);
@@ -114,7 +114,7 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
     for (int f = 0; f < cls->nflows && !m->fail; f++) {
         convoy__devcopy_t *c = m->copy[f];
         convoy_data_t *d = t->data[f];
-        if (convoy__member_same_datum(m, f) >= 0 || !convoy__task_reads_datum(t, d))
+        if (convoy__member_same_datum(m, f) >= 0 || !convoy__task_reads_datum(t, f))
             continue;
         uint64_t version;
         int on;
@@ -122,8 +122,11 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
         if (m->fresh[f] != NULL) {
             /* The only newest version is c: copy it into the buffer the task writes. */
             slot[s->n] = (slot_t){.copy = c, .member = i};
-            s->copies[s->n] = (convoy__copy_t){
-                .dst = m->fresh[f], .src = c->ptr, .bytes = d->bytes, .dir = CONVOY__D2D, .tag = s->n};
+            s->copies[s->n] = (convoy__copy_t){.dst = m->fresh[f],
+                                               .src = c->ptr,
+                                               .bytes = d->bytes,
+                                               .dir = CONVOY__D2D,
+                                               .tag = s->n};
             s->n++;
             continue;
         }
@@ -159,7 +162,8 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
     }
     /* A copy written in place must not change while a pushout home still reads it. */
     for (int f = 0; f < cls->nflows; f++)
-        if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, t->data[f]) && m->fresh[f] == NULL)
+        if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f) &&
+            m->fresh[f] == NULL)
             add_wait(p, m, m->copy[f]->out_ev);
 }
 
@@ -216,7 +220,7 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         for (int f = 0; f < r->cls->nflows && !m->fail; f++) {
             convoy__devcopy_t *c = m->copy[f];
-            if (m->fresh[f] != NULL || !convoy__task_reads_datum(m->task, m->task->data[f]) ||
+            if (m->fresh[f] != NULL || !convoy__task_reads_datum(m->task, f) ||
                 c->stage_ring != r->id)
                 continue;
             int k = c->stage_slot;

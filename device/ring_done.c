@@ -82,7 +82,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     for (int f = 0; f < m->ncopies; f++) {
         if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
             return 0;
-        if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, t->data[f]))
+        if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, f))
             return 0;
     }
     if (m->fail == MEMBER_OK && m->rc != 0)
@@ -98,7 +98,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     for (int f = 0; f < m->ncopies; f++) {
         convoy__devcopy_t *c = m->copy[f];
         convoy_data_t *d = t->data[f];
-        if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, d)) {
+        if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f)) {
             if (ok && m->fresh[f] != NULL)
                 convoy__devmem_replace(&p->mem, c, m->fresh[f]);
             else if (m->fresh[f] != NULL)
@@ -127,7 +127,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     int eager = ok && atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
     for (int f = 0; f < m->ncopies; f++) {
         convoy_data_t *d = t->data[f];
-        if (eager && convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, d) &&
+        if (eager && convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f) &&
             !(atomic_load_explicit(&d->flags, memory_order_relaxed) &
               (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH)) &&
             atomic_load_explicit(&d->last_writer_id, memory_order_acquire) == t->id + 1 &&
@@ -148,7 +148,6 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
                                            ok ? NULL : fail_text(r, m, msg, sizeof(msg))));
     return 1;
 }
-
 
 /* Lifecycle steps of a group's members, for the trace, as the host sees them. */
 static void trace_steps(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)

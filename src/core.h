@@ -65,7 +65,7 @@ struct convoy_data {
     convoy_context_t *ctx;
     void *host;
     size_t bytes;
-    int host_pinned; /* detected once, at creation */
+    int host_pinned;   /* detected once, at creation */
     atomic_uint flags; /* CONVOY_DATA_* */
     uint64_t id;
     /* Dependency state, under dep_lock (and insert_lock shared or exclusive). */
@@ -74,12 +74,12 @@ struct convoy_data {
     convoy__task_t **readers;    /* readers since last_writer, referenced */
     int nreaders, readers_cap;
     /* Coherence (src/coherence.c): the newest version and where it lives. */
-    _Atomic uint64_t coh;                 /* (version << 8) | place, see coherence.h */
-    atomic_int failed_writes;             /* writers that failed since the last acquire */
-    _Atomic uint64_t last_writer_id;      /* 1 + the id of the last writer inserted, 0: none */
-    atomic_int home_hint;                 /* 1 + the accelerator that last wrote or staged it */
-    _Atomic uint64_t host_hash;           /* check_host_writes: hash of the host bytes ... */
-    _Atomic uint64_t host_hash_version;   /* ... of this version + 1 (0: none noted) */
+    _Atomic uint64_t coh;               /* (version << 8) | place, see coherence.h */
+    atomic_int failed_writes;           /* writers that failed since the last acquire */
+    _Atomic uint64_t last_writer_id;    /* 1 + the id of the last writer inserted, 0: none */
+    atomic_int home_hint;               /* 1 + the accelerator that last wrote or staged it */
+    _Atomic uint64_t host_hash;         /* check_host_writes: hash of the host bytes ... */
+    _Atomic uint64_t host_hash_version; /* ... of this version + 1 (0: none noted) */
     struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
     atomic_int refs;                                /* the user's + one per devcopy */
     struct convoy_data *prev, *next;                /* ctx->data_list, under data_lock */
@@ -124,6 +124,7 @@ struct convoy__task {
     uint64_t gen;         /* ctx->gen at insertion (its parent's when a chore inserted it) */
     int fail_code;        /* set by convoy_task_fail during its chore (0: not called) */
     uint8_t sched_mark;   /* the scheduler's, set in its push (batch: a flow it splits out) */
+    uint8_t aliased;      /* two of its flows name one datum (set at creation) */
     convoy_done_fn done;  /* the program's completion callback, or NULL */
     void *done_arg;
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
@@ -155,11 +156,11 @@ static inline size_t *convoy__task_bytes(convoy__task_t *t)
 typedef struct convoy__queue_wait {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    _Atomic uint64_t pushes; /* bumped by each push that wakes (the scheduler says which) */
-    _Atomic uint64_t pushed; /* bumped by every push */
-    atomic_int sleepers;     /* consumers in (or entering) the wait */
-    atomic_int spinners;     /* CPU workers polling `pushes`, or woken to (queue 0 only) */
-    int watches;             /* under lock: wake-ups that hand a sleeper the poller's place */
+    _Atomic uint64_t pushes;  /* bumped by each push that wakes (the scheduler says which) */
+    _Atomic uint64_t pushed;  /* bumped by every push */
+    atomic_int sleepers;      /* consumers in (or entering) the wait */
+    atomic_int spinners;      /* CPU workers polling `pushes`, or woken to (queue 0 only) */
+    int watches;              /* under lock: wake-ups that hand a sleeper the poller's place */
     _Atomic uint64_t signals; /* wake-ups sent by pushes (not by workers handing over) */
 } convoy__queue_wait_t;
 
@@ -207,12 +208,13 @@ struct convoy_context {
     pthread_rwlock_t insert_lock; /* shared by insertions, exclusive for a wait's cut */
     _Atomic uint64_t next_task_id;
     _Atomic uint64_t next_internal_id; /* internal tasks count apart from the program's */
-    convoy_class_t *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
-    _Atomic int64_t ndirty;            /* data dirty on an accelerator (coherence.c) */
-    atomic_int waiting;                /* threads in convoy_wait: a flush home will follow */
-    atomic_int device_writes;          /* a device task wrote data since the last wait */
-    int check_host_writes;             /* the parameter, read once */
-    int cpu_write_backup;              /* the parameter, read once */
+    convoy_class_t
+        *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
+    _Atomic int64_t ndirty;           /* data dirty on an accelerator (coherence.c) */
+    atomic_int waiting;               /* threads in convoy_wait: a flush home will follow */
+    atomic_int device_writes;         /* a device task wrote data since the last wait */
+    int check_host_writes;            /* the parameter, read once */
+    int cpu_write_backup;             /* the parameter, read once */
     uint64_t next_data_id;
 
     _Atomic int64_t inflight; /* inserted and not yet done */
@@ -229,7 +231,7 @@ struct convoy_context {
 
     pthread_mutex_t error_lock;
     char error[1024];
-    char first_failure[1024]; /* the first task failure since the last wait */
+    char first_failure[1024];    /* the first task failure since the last wait */
     char transfer_failure[1024]; /* the first failed transfer home since the last wait */
     uint64_t failures_since_wait, cancels_since_wait;
     _Atomic uint64_t fail_epoch; /* bumped by each convoy_wait: failures it reported stop
@@ -244,7 +246,7 @@ struct convoy_context {
 
     _Atomic int64_t next_ring_id;
     convoy__stats_atomic_t stats;
-    convoy__trace_t *trace; /* NULL when tracing is off */
+    convoy__trace_t *trace;                 /* NULL when tracing is off */
     const convoy__dist_hooks_t *dist_hooks; /* the distributed layer, NULL when off */
     void *dist;                             /* its state (dist/dist.h) */
 };

@@ -285,6 +285,8 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
         t->data[i] = flows[i];
         ptrs[i] = flows[i]->host;
         bytes[i] = flows[i]->bytes;
+        for (int e = 0; e < i; e++)
+            t->aliased |= flows[e] == flows[i];
     }
     t->view = (convoy_task_view_t){
         .flows = ptrs, .flow_bytes = bytes, .nflows = n, .args = t->args, .args_size = args_size};
@@ -354,8 +356,8 @@ convoy__task_t *convoy__task_new_internal(convoy_context_t *ctx, int kind, int q
     if (t == NULL)
         return NULL;
     /* The top bit keeps internal ids apart from the program's insertion numbers. */
-    t->id = (1ull << 63) | atomic_fetch_add_explicit(&ctx->next_internal_id, 1,
-                                                     memory_order_relaxed);
+    t->id =
+        (1ull << 63) | atomic_fetch_add_explicit(&ctx->next_internal_id, 1, memory_order_relaxed);
     t->view.task_id = t->id;
     t->queue = (int16_t)queue;
     atomic_fetch_add(&ctx->inflight, 1);
