@@ -45,7 +45,10 @@ void convoy__coh_commit(convoy_data_t *d, int place)
         atomic_fetch_add_explicit(&d->ctx->ndirty, dirty ? 1 : -1, memory_order_acq_rel);
     if (dirty) {
         convoy__coh_set_hint(d, place);
-        atomic_store_explicit(&d->ctx->device_writes, 1, memory_order_relaxed);
+        /* Written only when it changes: a store per commit takes the line from the
+         * threads that read its neighbours (waiting, ndirty). */
+        if (!atomic_load_explicit(&d->ctx->device_writes, memory_order_relaxed))
+            atomic_store_explicit(&d->ctx->device_writes, 1, memory_order_relaxed);
     }
 }
 

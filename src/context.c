@@ -99,9 +99,12 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
 {
     if (ctx_p == NULL)
         return convoy__error(NULL, CONVOY_ERR_INVALID, "convoy_init: ctx_p is NULL");
-    convoy_context_t *ctx = calloc(1, sizeof(*ctx));
+    /* Aligned: its counters that different threads write sit on lines of their own. */
+    size_t size = (sizeof(convoy_context_t) + CONVOY__LINE - 1) / CONVOY__LINE * CONVOY__LINE;
+    convoy_context_t *ctx = aligned_alloc(CONVOY__LINE, size);
     if (ctx == NULL)
         return convoy__error(NULL, CONVOY_ERR_NOMEM, "out of memory for the context");
+    memset(ctx, 0, size);
     pthread_rwlockattr_t rw;
     pthread_rwlockattr_init(&rw);
 #ifdef __GLIBC__

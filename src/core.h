@@ -27,7 +27,8 @@
 #define CONVOY__MAX_ACCEL 16
 #define CONVOY__TASK_INLINE_ARGS 32 /* argument bytes stored inside the task */
 #define CONVOY__TASK_INLINE_SUCC 3  /* successors stored inside the task */
-#define CONVOY__WAIT_GENS 64        /* generations of the program's tasks in flight at once */
+#define CONVOY__LINE 64      /* a cache line: counters written by different threads go apart */
+#define CONVOY__WAIT_GENS 64 /* generations of the program's tasks in flight at once */
 
 /* What an internal class does (0: a class of the program's). Internal tasks carry the
  * transfers and waits that coherence needs through the same queues and rings as the
@@ -178,7 +179,8 @@ typedef struct convoy__dist_hooks {
 } convoy__dist_hooks_t;
 
 typedef struct convoy__stats_atomic {
-    _Atomic uint64_t tasks_inserted, tasks_completed, tasks_failed, tasks_cancelled;
+    _Alignas(CONVOY__LINE) _Atomic uint64_t tasks_inserted; /* the inserting threads' line */
+    _Alignas(CONVOY__LINE) _Atomic uint64_t tasks_completed, tasks_failed, tasks_cancelled;
     _Atomic uint64_t rings, launches;
     _Atomic uint64_t h2d_submissions, h2d_copies, h2d_bytes;
     _Atomic uint64_t d2h_submissions, d2h_copies, d2h_bytes;
@@ -205,9 +207,13 @@ struct convoy_context {
     pthread_t *workers;
     atomic_int stopping;
 
-    pthread_rwlock_t insert_lock; /* shared by insertions, exclusive for a wait's cut */
+    /* What each insertion writes: the inserting threads' line(s). */
+    _Alignas(CONVOY__LINE) pthread_rwlock_t insert_lock; /* shared by insertions, exclusive
+                                                            for a wait's cut */
     _Atomic uint64_t next_task_id;
-    _Atomic uint64_t next_internal_id; /* internal tasks count apart from the program's */
+    /* Written by the accelerators' threads (and internal tasks' creators). */
+    _Alignas(CONVOY__LINE) _Atomic uint64_t next_internal_id; /* internal tasks count apart
+                                                                  from the program's */
     convoy_class_t
         *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
     _Atomic int64_t ndirty;           /* data dirty on an accelerator (coherence.c) */
@@ -217,7 +223,8 @@ struct convoy_context {
     int cpu_write_backup;             /* the parameter, read once */
     uint64_t next_data_id;
 
-    _Atomic int64_t inflight; /* inserted and not yet done */
+    /* Written by every insertion and every completion. */
+    _Alignas(CONVOY__LINE) _Atomic int64_t inflight; /* inserted and not yet done */
     /* convoy_wait's cut: each wait starts a generation; a program task counts in the
      * slot of the generation it was inserted in, and a wait waits for the slots of its
      * generation and older ones only (src/wait.c). */
@@ -225,7 +232,7 @@ struct convoy_context {
     _Atomic int64_t gen_count[CONVOY__WAIT_GENS];    /* tasks not done, by gen % the size */
     _Atomic uint64_t gen_of_slot[CONVOY__WAIT_GENS]; /* the generation a slot counts now */
     atomic_int cut_waiters; /* waits sleeping on done_cond for a slot to empty */
-    pthread_mutex_t done_lock;
+    _Alignas(CONVOY__LINE) pthread_mutex_t done_lock;
     pthread_cond_t done_cond;
     atomic_int done_waiters; /* threads sleeping on done_cond */
 
