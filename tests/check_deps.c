@@ -42,6 +42,8 @@ typedef struct task_args {
 static _Atomic uint32_t *g_runs;        /* times each task id ran */
 static atomic_ulong g_on_cpu, g_on_sim; /* tasks run per device kind */
 static atomic_int g_bad_args;           /* chores that saw a wrong argument block */
+static int g_flows01_alias;             /* same_datum_flows: flows 0 and 1 name one datum */
+static atomic_int g_alias_apart;        /* ... and the chore saw them at two addresses */
 
 static void compute(const task_args_t *a, void *const *flows, const size_t *bytes)
 {
@@ -71,6 +73,8 @@ static int run_task(const convoy_task_view_t *t, atomic_ulong *counter)
         atomic_fetch_add(&g_bad_args, 1);
         return 1;
     }
+    if (g_flows01_alias && t->flows[0] != t->flows[1])
+        atomic_fetch_add(&g_alias_apart, 1);
     compute(a, t->flows, t->flow_bytes);
     if (g_runs != NULL)
         atomic_fetch_add_explicit(&g_runs[a->id], 1, memory_order_relaxed);
@@ -398,7 +402,8 @@ START_TEST(same_datum_flows)
 {
     /* Proves: a task may name one datum in several flows (READ+WRITE, RW+READ,
      * WRITE+WRITE, READ+READ, RW+RW), and the result is as if its flows were separate
-     * views of the same memory; on host and sim, under each scheduler. */
+     * views of the same memory: its chore sees them at one address (on a device, its
+     * fresh buffer when it writes one); on host and sim, under each scheduler. */
     static const convoy_access_t pairs[][2] = {
         {CONVOY_READ, CONVOY_WRITE},  {CONVOY_WRITE, CONVOY_READ}, {CONVOY_RW, CONVOY_READ},
         {CONVOY_WRITE, CONVOY_WRITE}, {CONVOY_READ, CONVOY_READ},  {CONVOY_RW, CONVOY_RW},
@@ -420,6 +425,8 @@ START_TEST(same_datum_flows)
     }
     uint32_t host[3][W], oracle[3][W];
     convoy_data_t *data[3];
+    g_flows01_alias = 1;
+    atomic_store(&g_alias_apart, 0);
     for (int d = 0; d < 3; d++) {
         for (int k = 0; k < W; k++)
             host[d][k] = oracle[d][k] = (uint32_t)(d * 100 + k);
@@ -440,6 +447,9 @@ START_TEST(same_datum_flows)
         compute(&a, optr, obytes);
     }
     ck_assert_msg(convoy_wait(ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    g_flows01_alias = 0;
+    int apart = atomic_load(&g_alias_apart);
+    ck_assert_msg(apart == 0, "%d chores saw one datum's two flows at two addresses", apart);
     char what[96];
     snprintf(what, sizeof(what), "seed %d, devices %s, sched %s", _i + 99, devices, sched);
     for (int d = 0; d < 3; d++)
@@ -672,8 +682,12 @@ START_TEST(concurrent_shared_pairs)
     memset(touched, 0, sizeof(touched));
     pthread_t th[NTHR];
     for (int t = 0; t < NTHR; t++) {
-        in[t] = (pair_inserter_t){.ctx = ctx, .cls = cls, .shared = shared, .nshared = NSHARED,
-                                  .ntasks = tu_scaled(1500, 100), .seed = seed * 17 + (uint64_t)t,
+        in[t] = (pair_inserter_t){.ctx = ctx,
+                                  .cls = cls,
+                                  .shared = shared,
+                                  .nshared = NSHARED,
+                                  .ntasks = tu_scaled(1500, 100),
+                                  .seed = seed * 17 + (uint64_t)t,
                                   .touched = touched[t]};
         ck_assert_int_eq(pthread_create(&th[t], NULL, pair_main, &in[t]), 0);
     }
@@ -686,8 +700,9 @@ START_TEST(concurrent_shared_pairs)
         uint64_t want = 0;
         for (int t = 0; t < NTHR; t++)
             want += (uint64_t)touched[t][d];
-        ck_assert_msg(counter[d] == want, "counter %d is %llu after %llu updates (seed %llu, %s, %s)",
-                      d, (unsigned long long)counter[d], (unsigned long long)want,
+        ck_assert_msg(counter[d] == want,
+                      "counter %d is %llu after %llu updates (seed %llu, %s, %s)", d,
+                      (unsigned long long)counter[d], (unsigned long long)want,
                       (unsigned long long)seed, devices, sched);
     }
     for (int d = 0; d < NSHARED; d++)
