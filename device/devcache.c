@@ -48,6 +48,8 @@ int convoy__devcache_keep(convoy__devcache_t *c, void *ptr, size_t bytes)
     convoy__devcache_class_t *k = class_of(c, bytes, 1);
     if (k == NULL)
         return 0;
+    if (k->n == CONVOY__DEVCACHE_MAX_PER_SIZE)
+        return 0;
     if (k->n == k->cap) {
         int cap = k->cap ? 2 * k->cap : 256;
         void **b = realloc(k->blocks, (size_t)cap * sizeof(*b));
@@ -65,7 +67,6 @@ void convoy__devcache_drain(convoy__devcache_t *c, void (*free_fn)(void *arg, vo
 {
     if (atomic_load_explicit(&c->held, memory_order_relaxed) == 0)
         return;
-    c->drains++;
     for (int i = 0; i < CONVOY__DEVCACHE_CLASSES; i++) {
         convoy__devcache_class_t *k = &c->cls[i];
         while (k->n > 0)

@@ -17,6 +17,9 @@
 
 #define CONVOY__DEVCACHE_CLASSES 16              /* distinct sizes kept */
 #define CONVOY__DEVCACHE_MAX_BLOCK (1024 * 1024) /* larger buffers are few: not kept */
+/* Blocks of one size kept at most (a stack of 1 MiB of pointers): 64-byte flows would
+ * otherwise need 16M entries to fill a limit of 1 GiB. */
+#define CONVOY__DEVCACHE_MAX_PER_SIZE (1 << 17)
 
 typedef struct convoy__devcache_class {
     size_t bytes;  /* every block's size (0: the class is unused) */
@@ -26,9 +29,9 @@ typedef struct convoy__devcache_class {
 
 typedef struct convoy__devcache {
     convoy__devcache_class_t cls[CONVOY__DEVCACHE_CLASSES];
-    size_t limit;          /* bytes it may hold (0: keeps nothing) */
-    _Atomic size_t held;   /* bytes it holds (read by other threads: tests, the trace) */
-    uint64_t hits, drains; /* allocations it served; times it gave everything back */
+    size_t limit;        /* bytes it may hold, counted as asked (0: keeps nothing) */
+    _Atomic size_t held; /* bytes it holds (other threads read it: convoy__pipeline_cached_bytes) */
+    uint64_t hits;       /* allocations it served */
 } convoy__devcache_t;
 
 void convoy__devcache_init(convoy__devcache_t *c, size_t limit);

@@ -15,6 +15,7 @@ void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev, size_t cac
     for (int i = 0; i < CONVOY__LRU_LISTS; i++)
         dm->lru[i] = (convoy__devlru_t){0};
     dm->pinned = NULL;
+    dm->kept = NULL;
     dm->all = NULL;
     dm->spare = NULL;
     dm->nspare = 0;
@@ -164,11 +165,14 @@ static convoy_status_t alloc_evicting(convoy__devmem_t *dm, size_t bytes, void *
         return CONVOY_SUCCESS;
     for (;;) {
         convoy_status_t st = CONVOY_ERR_NOMEM;
-        if (dm->bytes_in_use + bytes <= dev->mem_capacity)
+        int within = dm->bytes_in_use + bytes <= dev->mem_capacity;
+        if (within)
             st = dev->ops->mem_alloc(dev, bytes, ptr_p);
         if (st != CONVOY_ERR_NOMEM)
             return st;
-        if (atomic_load_explicit(&dm->cache.held, memory_order_relaxed) > 0) {
+        /* The device is full, not convoy's share of it (kept blocks are not in use): the
+         * kept blocks go back first. */
+        if (within && atomic_load_explicit(&dm->cache.held, memory_order_relaxed) > 0) {
             convoy__devcache_drain(&dm->cache, device_free, dev);
             continue;
         }
@@ -268,9 +272,28 @@ void convoy__devmem_free_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes)
 
 void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *c, void *ptr)
 {
-    block_free(dm, c->ptr, c->data->bytes);
-    dm->bytes_in_use -= c->data->bytes;
+    if (c->pinned) {
+        /* A pushout may still read the old memory (convoy__devmem_pin): never reuse it. */
+        convoy__devmem_keep_buffer(dm, c->ptr, c->data->bytes);
+    } else {
+        block_free(dm, c->ptr, c->data->bytes);
+        dm->bytes_in_use -= c->data->bytes;
+    }
     c->ptr = ptr;
+}
+
+void convoy__devmem_keep_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes)
+{
+    if (ptr == NULL)
+        return;
+    convoy__devkept_t *k = malloc(sizeof(*k));
+    if (k != NULL) { /* without a record it is never freed: lost until the process ends */
+        *k = (convoy__devkept_t){.ptr = ptr, .bytes = bytes, .next = dm->kept};
+        dm->kept = k;
+    }
+    convoy__log_error("%s: %zu bytes of device memory are kept out of use: a transfer may "
+                      "still touch them",
+                      dm->dev->name, bytes);
 }
 
 int convoy__devmem_take_dirty(convoy__devmem_t *dm, size_t want, int limit, convoy__devcopy_t **out,
@@ -354,6 +377,13 @@ void convoy__devmem_fini(convoy__devmem_t *dm)
         convoy__devcopy_t *c = dm->pinned;
         dm->pinned = c->lru_next;
         free_copy(dm, c, 0);
+    }
+    while (dm->kept != NULL) {
+        convoy__devkept_t *k = dm->kept;
+        dm->kept = k->next;
+        dm->dev->ops->mem_free(dm->dev, k->ptr);
+        dm->bytes_in_use -= k->bytes;
+        free(k);
     }
     convoy__devcache_drain(&dm->cache, device_free, dm->dev);
     convoy__devcache_fini(&dm->cache);

@@ -61,10 +61,18 @@ typedef struct convoy__devlru {
     struct convoy__devcopy *head, *tail;
 } convoy__devlru_t;
 
+/* A buffer kept out of use for good (convoy__devmem_keep_buffer). */
+typedef struct convoy__devkept {
+    void *ptr;
+    size_t bytes;
+    struct convoy__devkept *next;
+} convoy__devkept_t;
+
 typedef struct convoy__devmem {
     convoy__device_t *dev;
     convoy__devlru_t lru[CONVOY__LRU_LISTS];
     convoy__devcopy_t *pinned; /* kept out of use (lru_next links them) */
+    convoy__devkept_t *kept;   /* buffers kept out of use, not copies' */
     convoy__devcopy_t *all;    /* every copy (all_next links them) */
     convoy__devcopy_t *spare;  /* freed copy records, for reuse (all_next) */
     int nspare;                /* how many (at most CONVOY__DEVMEM_SPARES) */
@@ -116,6 +124,10 @@ void convoy__devmem_settle(convoy__devmem_t *dm, convoy__devcopy_t *copy);
  * bytes stay its version, which a later flush may push home again; else its bytes are
  * unknown. */
 void convoy__devmem_pin(convoy__devmem_t *dm, convoy__devcopy_t *copy, int keep_version);
+/* Keep a buffer (a fresh buffer, or a copy's replaced memory) out of use until the
+ * device closes: a transfer into or out of it may still be running. Its bytes stay in
+ * use. */
+void convoy__devmem_keep_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes);
 /* Free data's copy (no user, nothing in flight). */
 void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data);
 

@@ -98,8 +98,16 @@ static void prove_over(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
     for (int i = 0; i < g->count; i++) {
         convoy__member_t *m = &r->m[r->order[g->first + i]];
         convoy__member_fail(m, MEMBER_FAIL_LAUNCH, 0);
-        for (int f = 0; f < m->ncopies; f++)
-            convoy__devmem_pin(&p->mem, m->copy[f], 0);
+        for (int f = 0; f < m->ncopies; f++) {
+            if (m->fresh[f] != NULL) {
+                /* The chore writes the fresh buffer; the copy (the newest version) it
+                 * does not touch, and keeps. */
+                convoy__member_keep_fresh(p, m, f);
+            } else if (convoy__member_same_datum(m, f) < 0) {
+                /* Written in place: its bytes are unknown. Only read: it keeps them. */
+                convoy__devmem_pin(&p->mem, m->copy[f], !convoy__task_writes_datum(m->task, f));
+            }
+        }
     }
     r->leak = 1;
 }

@@ -60,6 +60,8 @@ typedef struct convoy__member {
                                                   of copies it uses */
     int nwait;
     int completed;
+    uint32_t fresh_kept; /* flows whose fresh buffer a transfer may still write: kept out
+                            of use for good (convoy__member_keep_fresh), never freed */
 } convoy__member_t;
 
 /* Start member m for task t of nflows flows: its state zeroed, but of its per-flow arrays
@@ -78,6 +80,7 @@ static inline void convoy__member_init(convoy__member_t *m, convoy__task_t *t, i
     m->fail_status = CONVOY_SUCCESS;
     m->nwait = 0;
     m->completed = 0;
+    m->fresh_kept = 0;
     for (int f = 0; f < nflows; f++)
         m->fresh[f] = NULL;
 }
@@ -324,6 +327,10 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
 /* Append a started ring to the pipeline's list. */
 void convoy__ring_add(convoy__pipe_t *p, convoy__ring_t *r);
 void convoy__member_fail(convoy__member_t *m, int why, int flow);
+/* A transfer may still write m's fresh buffer of flow f: keep it out of use for good
+ * (with every flow of m that shares it); m's copy of that datum is untouched by it.
+ * Nothing when f has none. */
+void convoy__member_keep_fresh(convoy__pipe_t *p, convoy__member_t *m, int f);
 
 /* Launches (launch.c). */
 void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g);

@@ -45,6 +45,17 @@ static void release_member(convoy__pipe_t *p, convoy__member_t *m)
     m->ncopies = 0;
 }
 
+void convoy__member_keep_fresh(convoy__pipe_t *p, convoy__member_t *m, int f)
+{
+    void *buf = m->fresh[f];
+    if (buf == NULL || (m->fresh_kept & (1u << f)))
+        return;
+    convoy__devmem_keep_buffer(&p->mem, buf, m->task->data[f]->bytes);
+    for (int e = 0; e < m->task->cls->nflows; e++)
+        if (m->fresh[e] == buf)
+            m->fresh_kept |= 1u << e;
+}
+
 /* Reserve device memory for every flow of m, and a fresh buffer for each datum it writes
  * whose copy here is the only newest version. On failure release what it took. */
 static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
@@ -198,6 +209,14 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
             if (s.failed[k]) {
                 convoy__member_fail(m, MEMBER_FAIL_STAGE_IN, 0);
                 snprintf(r->in_msg, sizeof(r->in_msg), "%s", s.msg);
+            }
+            if (s.failed[k] == 2) {
+                /* The copy may still run: it reads c (which keeps its version) and writes
+                 * the fresh buffer. */
+                convoy__devmem_pin(&p->mem, c, 1);
+                for (int f = 0; f < r->cls->nflows; f++)
+                    if (m->fresh[f] == s.copies[k].dst)
+                        convoy__member_keep_fresh(p, m, f);
             }
             m->in_need = CONVOY__MAX(m->in_need, s.sub_of[k]);
             continue;

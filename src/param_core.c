@@ -167,11 +167,12 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "1G",
      .min = 0,
      .max = 1125899906842624.0, /* 1P */
-     .doc = "bytes of freed device buffers of up to 1 MiB each accelerator keeps by size "
-            "for the next copy of that size (at most a quarter of its memory; given back "
-            "when an allocation of another size needs the room, and at convoy_fini); 0: "
-            "none. On the H200 host a new copy's allocation through the device pool took "
-            "520-620 TSC cycles, half of its reserve (doc/results.md, 2026-12-01)"},
+     .doc = "bytes (as the flows ask them) of freed device buffers of up to 1 MiB each "
+            "accelerator keeps by size for the next copy of that size; at most a quarter of "
+            "what convoy may use there (device_memory), given back when an allocation finds "
+            "the device full, and at convoy_fini; 0: none. On the H200 host a new copy's "
+            "allocation through the device pool took 520-620 TSC cycles, half of its "
+            "reserve (doc/results.md, 2026-12-01)"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,8 @@ START_TEST(takes_exact_size_last_first)
 }
 END_TEST
 
-/* Nothing past the limit, nothing too large, a limit of 0 keeps nothing. */
+/* Nothing past the limit, nothing too large, no more than CONVOY__DEVCACHE_MAX_PER_SIZE
+ * blocks of a size, a limit of 0 keeps nothing. */
 START_TEST(keeps_within_its_bounds)
 {
     convoy__devcache_t c;
@@ -69,13 +71,16 @@ START_TEST(keeps_within_its_bounds)
     ck_assert_int_eq(convoy__devcache_keep(&big, block(1), CONVOY__DEVCACHE_MAX_BLOCK + 1), 0);
     ck_assert_int_eq(convoy__devcache_keep(&big, block(1), CONVOY__DEVCACHE_MAX_BLOCK), 1);
     ck_assert_int_eq(convoy__devcache_keep(&big, NULL, 64), 0);
+    for (int i = 0; i < CONVOY__DEVCACHE_MAX_PER_SIZE; i++)
+        ck_assert_int_eq(convoy__devcache_keep(&big, block((uintptr_t)i), 64), 1);
+    ck_assert_int_eq(convoy__devcache_keep(&big, block(0), 64), 0);
     convoy__devcache_t none;
     convoy__devcache_init(&none, 0);
     ck_assert_int_eq(convoy__devcache_keep(&none, block(1), 64), 0);
     freed = 0;
     convoy__devcache_drain(&c, count_free, NULL);
     convoy__devcache_drain(&big, count_free, NULL);
-    ck_assert_int_eq(freed, 4);
+    ck_assert_int_eq(freed, 4 + CONVOY__DEVCACHE_MAX_PER_SIZE);
     ck_assert_uint_eq(atomic_load(&c.held), 0);
     convoy__devcache_fini(&c);
     convoy__devcache_fini(&big);
@@ -185,8 +190,9 @@ START_TEST(freed_copies_serve_next_data)
 }
 END_TEST
 
-/* The cache holds most of a small device in blocks of one size; data of another size then
- * get the memory (the cache gives it back) with nothing evicted and no task failed. */
+/* The cache holds a quarter of a small device (of the twice as much freed) in blocks of
+ * one size; data of another size then get the memory (the cache gives it back) with
+ * nothing evicted and no task failed. */
 START_TEST(other_size_gets_cached_memory)
 {
     enum { N = 26 };
@@ -194,9 +200,9 @@ START_TEST(other_size_gets_cached_memory)
     env_init(&e, "256K", "1G"); /* the cache may hold a quarter: 64 KiB */
     static uint32_t *buf[N];
     static convoy_data_t *d[N];
-    round_of(&e, 8, 8192, buf, d);
-    free_round(&e, 8, buf, d);
-    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), 64 * 1024);
+    round_of(&e, 16, 8192, buf, d);
+    free_round(&e, 16, buf, d);
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(e.dev), 64 * 1024); /* of 128 KiB freed */
     /* 26 x 8000 bytes = 208000: fits only with the cache's 64 KiB given back. */
     round_of(&e, N, 8000, buf, d);
     convoy_stats_t s;
@@ -225,6 +231,94 @@ START_TEST(cache_off_keeps_nothing)
 }
 END_TEST
 
+static void *g_seen[8]; /* each task's flow 0, by task id */
+
+static int note_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    if (t->task_id < 8)
+        g_seen[t->task_id] = t->flows[0];
+    ((uint32_t *)t->flows[0])[0] += 1;
+    return 0;
+}
+
+/* Memory that a transfer may still touch is never handed out again, and nothing is lost:
+ * a stage-in into a written datum's fresh buffer, or a launch, whose end cannot be proven
+ * (no event after it, its stream not waited for: sim_fail_record from the _i-th record on,
+ * sim_fail_sync) keeps that buffer out of use, and the datum's copy keeps the newest
+ * version. Three tasks add 1 to one datum (each from the second on writing a fresh buffer,
+ * which the cache then serves); the failure comes at records 3 to 6 (the second task's
+ * stage-in or launch, the third's stage-in or launch). Then a task on another datum gets
+ * none of the memory the first datum's tasks saw, the cache holds nothing the failure
+ * touched, and a fourth task on the first datum runs and finds the version the failure
+ * left. Before: the kept fresh buffer went to the cache and the next task of its size was
+ * given it; after a failed launch the copy lost its version, and the fourth task failed
+ * ("datum 0's newest version is on accelerator 0, not in host memory"). */
+START_TEST(unproven_transfer_memory_not_reused)
+{
+    char rec[16];
+    snprintf(rec, sizeof(rec), "%d", 3 + _i);
+    const char *kv[] = {"devices",
+                        "sim",
+                        "nthreads",
+                        "1",
+                        "bind",
+                        "0",
+                        "sched",
+                        "fifo",
+                        "sim_submit_us",
+                        "0",
+                        "sim_copy_us",
+                        "0",
+                        "sim_fail_record",
+                        rec,
+                        "sim_fail_records",
+                        "2000000000",
+                        "sim_fail_sync",
+                        "1",
+                        "verbose",
+                        "error",
+                        NULL};
+    convoy_context_t *ctx = tu_init(kv);
+    convoy_class_t *add;
+    convoy_access_t rw = CONVOY_RW;
+    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, 0, &add), 0);
+    ck_assert_int_eq(convoy_class_set_chore(add, CONVOY_DEVICE_SIM, note_chore), 0);
+    convoy__device_t *dev = convoy__ctx_accel(ctx, 0);
+    static uint32_t a[2048], b[2048];
+    a[0] = b[0] = 0;
+    convoy_data_t *d, *e;
+    ck_assert_int_eq(convoy_data_new(ctx, a, sizeof(a), &d), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_data_new(ctx, b, sizeof(b), &e), CONVOY_SUCCESS);
+    memset(g_seen, 0, sizeof(g_seen));
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, &d), CONVOY_SUCCESS);
+    convoy__wait_quiet(ctx);
+    ck_assert_uint_eq(convoy__pipeline_cached_bytes(dev), 0);
+    ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, &e), CONVOY_SUCCESS);
+    ck_assert_int_ne(convoy_wait(ctx), CONVOY_SUCCESS); /* reports the failure */
+    convoy_stats_t s;
+    convoy_get_stats(ctx, &s);
+    ck_assert_ptr_nonnull(g_seen[3]);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(g_seen[3] != g_seen[i],
+                      "the task on another datum was given %p, which "
+                      "task %d used",
+                      g_seen[3], i);
+    ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, &d), CONVOY_SUCCESS);
+    ck_assert_msg(convoy_wait(ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    (void)convoy_data_acquire(d, CONVOY_READ); /* reports the earlier writer's failure */
+    ck_assert_int_eq(convoy_data_acquire(e, CONVOY_READ), CONVOY_SUCCESS);
+    uint64_t done_before = 3 - s.tasks_failed - s.tasks_cancelled;
+    ck_assert_msg(a[0] == done_before + 1, "datum 0 holds %u after %llu tasks done", a[0],
+                  (unsigned long long)(done_before + 1));
+    ck_assert_uint_eq(b[0], 1);
+    convoy_data_free(d);
+    convoy_data_free(e);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("devcache");
@@ -236,6 +330,7 @@ static Suite *suite(void)
     tcase_add_test(tc, freed_copies_serve_next_data);
     tcase_add_test(tc, other_size_gets_cached_memory);
     tcase_add_test(tc, cache_off_keeps_nothing);
+    tcase_add_loop_test(tc, unproven_transfer_memory_not_reused, 0, 4);
     return s;
 }
 
