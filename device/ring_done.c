@@ -99,16 +99,14 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
         convoy__devcopy_t *c = m->copy[f];
         convoy_data_t *d = t->data[f];
         if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f)) {
-            if (m->fresh[f] != NULL) {
-                /* A fresh buffer a transfer may still write is kept out of use (its task
-                 * failed); the copy, untouched, keeps its version. */
-                if ((m->fresh_kept >> f) & 1)
-                    ;
-                else if (ok)
-                    convoy__devmem_replace(&p->mem, c, m->fresh[f]);
-                else
-                    convoy__devmem_free_buffer(&p->mem, m->fresh[f], d->bytes);
-            } else if (!ok) {
+            /* A fresh buffer a transfer may still write stays kept out of use (its task
+             * failed); the copy, untouched, keeps its version. */
+            int kept = (m->fresh_kept >> f) & 1;
+            if (m->fresh[f] != NULL && !kept && ok) {
+                convoy__devmem_replace(&p->mem, c, m->fresh[f]);
+            } else if (m->fresh[f] != NULL && !kept) {
+                convoy__devmem_free_buffer(&p->mem, m->fresh[f], d->bytes);
+            } else if (m->fresh[f] == NULL && !ok) {
                 c->version = CONVOY__NO_VERSION; /* half written: the newest is elsewhere */
             }
             /* The completion below commits version + 1, held here only. */
