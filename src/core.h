@@ -62,28 +62,38 @@ struct convoy__devcopy; /* a datum's copy on one accelerator: device/devmem.c */
  * never pushed home, free to evict, whatever the coherence word says. */
 #define CONVOY__DATA_FREED (1u << 31)
 
+/* Readers a datum lists without an allocation of their own: most data are read by a few
+ * tasks between writes, and a list allocated per datum was a quarter of insertion's
+ * instructions in tiny_tasks (callgrind, 3 fresh inputs a task). */
+#define CONVOY__DATA_INLINE_READERS 4
+
 struct convoy_data {
+    /* Read by every thread; written at creation (flags: rarely). The progress threads
+     * read these, the coherence word and their device copy: kept together, away from the
+     * dependency state that every insertion writes. */
     convoy_context_t *ctx;
     void *host;
     size_t bytes;
     int host_pinned;   /* detected once, at creation */
     atomic_uint flags; /* CONVOY_DATA_* */
     uint64_t id;
-    /* Dependency state, under dep_lock (and insert_lock shared or exclusive). */
-    atomic_int dep_lock;
-    convoy__task_t *last_writer; /* referenced (refs) while stored here */
-    convoy__task_t **readers;    /* readers since last_writer, referenced */
-    int nreaders, readers_cap;
     /* Coherence (src/coherence.c): the newest version and where it lives. */
-    _Atomic uint64_t coh;               /* (version << 8) | place, see coherence.h */
-    atomic_int failed_writes;           /* writers that failed since the last acquire */
-    _Atomic uint64_t last_writer_id;    /* 1 + the id of the last writer inserted, 0: none */
-    atomic_int home_hint;               /* 1 + the accelerator that last wrote or staged it */
-    _Atomic uint64_t host_hash;         /* check_host_writes: hash of the host bytes ... */
-    _Atomic uint64_t host_hash_version; /* ... of this version + 1 (0: none noted) */
+    _Atomic uint64_t coh;     /* (version << 8) | place, see coherence.h */
+    atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it */
+    atomic_int failed_writes; /* writers that failed since the last acquire */
     struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
     atomic_int refs;                                /* the user's + one per devcopy */
-    struct convoy_data *prev, *next;                /* ctx->data_list, under data_lock */
+    _Atomic uint64_t host_hash;         /* check_host_writes: hash of the host bytes ... */
+    _Atomic uint64_t host_hash_version; /* ... of this version + 1 (0: none noted) */
+    struct convoy_data *prev, *next;    /* ctx->data_list, under data_lock */
+    /* Dependency state, under dep_lock (and insert_lock shared or exclusive). */
+    atomic_int dep_lock;
+    convoy__task_t *last_writer;     /* referenced (refs) while stored here */
+    _Atomic uint64_t last_writer_id; /* 1 + the id of the last writer inserted, 0: none */
+    convoy__task_t **readers;        /* readers since last_writer, referenced: readers_inline
+                                        until more than CONVOY__DATA_INLINE_READERS */
+    int nreaders, readers_cap;
+    convoy__task_t *readers_inline[CONVOY__DATA_INLINE_READERS];
 };
 
 /* Task states. */

@@ -124,6 +124,8 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
     d->host = host_ptr;
     d->bytes = bytes;
     d->host_pinned = convoy__host_is_pinned(ctx, host_ptr, bytes);
+    d->readers = d->readers_inline;
+    d->readers_cap = CONVOY__DATA_INLINE_READERS;
     atomic_init(&d->refs, 1);
     if (!handle_enter(d)) {
         free(d);
@@ -401,9 +403,10 @@ static void forget_users(convoy_data_t *d)
         convoy__task_unref(d->readers[i]);
     d->last_writer = NULL;
     d->nreaders = 0;
-    free(d->readers);
-    d->readers = NULL;
-    d->readers_cap = 0;
+    if (d->readers != d->readers_inline)
+        free(d->readers);
+    d->readers = d->readers_inline;
+    d->readers_cap = CONVOY__DATA_INLINE_READERS;
 }
 
 void convoy__data_destroy(convoy_data_t *data)

@@ -69,10 +69,14 @@ static int add_reader(convoy_data_t *d, convoy__task_t *t)
         d->nreaders = k;
     }
     if (d->nreaders == d->readers_cap) {
-        int cap = d->readers_cap ? 2 * d->readers_cap : 4;
-        convoy__task_t **r = realloc(d->readers, (size_t)cap * sizeof(*r));
+        int cap = 2 * d->readers_cap;
+        convoy__task_t **r = d->readers == d->readers_inline
+                                 ? malloc((size_t)cap * sizeof(*r))
+                                 : realloc(d->readers, (size_t)cap * sizeof(*r));
         if (r == NULL)
             return -1;
+        if (d->readers == d->readers_inline)
+            memcpy(r, d->readers_inline, sizeof(d->readers_inline));
         d->readers = r;
         d->readers_cap = cap;
     }
@@ -133,7 +137,8 @@ static int flows_in_order(const convoy__task_t *t, convoy_data_t **out)
             k--;
         if (k > 0 && out[k - 1] == d)
             continue;
-        memmove(&out[k + 1], &out[k], (size_t)(n - k) * sizeof(*out));
+        for (int j = n; j > k; j--) /* a few pointers: a loop beats a memmove call */
+            out[j] = out[j - 1];
         out[k] = d;
         n++;
     }
