@@ -11,6 +11,7 @@ libconvoy_internal_la_SOURCES += \
 	src/data.c \
 	src/insert.c \
 	src/task.c \
+	src/taskmem.c \
 	src/wait.c \
 	src/worker.c \
 	src/hostmem.c \
@@ -27,6 +28,7 @@ noinst_HEADERS += \
 	src/context.h \
 	src/core.h \
 	src/task_impl.h \
+	src/taskmem.h \
 	src/coherence.h \
 	src/trace.h \
 	src/trace_impl.h \
