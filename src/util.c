@@ -113,6 +113,21 @@ void convoy__sleep_until_ns(uint64_t deadline_ns)
     }
 }
 
+void convoy__mutex_init_short(pthread_mutex_t *m)
+{
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) == 0) {
+        int ok = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP) == 0 &&
+                 pthread_mutex_init(m, &a) == 0;
+        pthread_mutexattr_destroy(&a);
+        if (ok)
+            return;
+    }
+#endif
+    pthread_mutex_init(m, NULL);
+}
+
 void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what)
 {
     void *p = malloc(bytes);

@@ -4,6 +4,7 @@
 #ifndef CONVOY_UTIL_H
 #define CONVOY_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -100,6 +101,12 @@ static inline uint64_t convoy__now_ns(void)
 
 /* Sleep until an absolute CLOCK_MONOTONIC time (returns at once when it has passed). */
 void convoy__sleep_until_ns(uint64_t deadline_ns);
+
+/* A mutex that many threads take for a few hundred nanoseconds at a time (a ready queue):
+ * where glibc has them, an adaptive one, which spins a moment before it sleeps, so that
+ * a thread finding it held does not pay a futex sleep and wake-up, microseconds on a
+ * sandboxed kernel (doc/results.md). */
+void convoy__mutex_init_short(pthread_mutex_t *m);
 
 /* Allocation that records CONVOY_ERR_NOMEM with the size on failure. */
 void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what);

@@ -112,7 +112,7 @@ static convoy_status_t batch_init(convoy_context_t *ctx, int nqueues, void **sta
     s->wake_at = (int)CONVOY__MIN((int64_t)s->lim.max_tasks, convoy__param_int(p, "max_inflight"));
     s->nqueues = nqueues;
     for (int i = 0; i < nqueues; i++)
-        pthread_mutex_init(&s->q[i].lock, NULL);
+        convoy__mutex_init_short(&s->q[i].lock);
     *state_p = s;
     return CONVOY_SUCCESS;
 }

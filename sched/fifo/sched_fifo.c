@@ -29,7 +29,7 @@ static convoy_status_t fifo_init(convoy_context_t *ctx, int nqueues, void **stat
         return CONVOY_ERR_NOMEM;
     s->nqueues = nqueues;
     for (int i = 0; i < nqueues; i++)
-        pthread_mutex_init(&s->q[i].lock, NULL);
+        convoy__mutex_init_short(&s->q[i].lock);
     *state_p = s;
     return CONVOY_SUCCESS;
 }
