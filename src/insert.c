@@ -23,6 +23,13 @@ static void add_dependency(convoy_context_t *ctx, convoy__task_t *pred, convoy__
 {
     if (pred == succ)
         return;
+    if (task_state(pred) == CONVOY__TASK_DONE) {
+        /* Final, and its outcome was written before it: no lock, and no write to a line
+         * that the thread that completed it holds. */
+        if (pred->outcome != CONVOY__OK && pred->fail_epoch == ctx->fail_epoch)
+            atomic_store(&succ->cancel, 1);
+        return;
+    }
     task_lock(pred);
     if (task_state(pred) == CONVOY__TASK_DONE) {
         task_unlock(pred);
