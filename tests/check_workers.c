@@ -108,17 +108,24 @@ static uint64_t burst_signals(convoy_context_t *ctx, int n)
 /* Before the watch, each of the 7 sleepers got a wake-up of its own from the gate's
  * worker (5-33 measured). One is needed; a second may come if the woken worker drained
  * the queue between two pushes of the burst, hence the margin. The bound is about timing
- * (the 32 pushes come faster than a woken worker starts): a sanitizer build slows each
- * push past a wake-up (TSan: 6 once in CI), so there only one per task at most is
- * asserted, and every reader must still run. */
+ * (the 32 pushes come faster than a woken worker starts), so the fewest of 3 bursts is
+ * asserted: on a loaded machine one burst's pushes can be preempted past a wake-up (5
+ * and 22 seen with other tests beside it, on the tree before this test took the fewest
+ * too), while a wake-up per push shows in every burst. A sanitizer build slows each push
+ * past a wake-up (TSan: 6 once in CI), so there only one per task at most is asserted,
+ * and every reader must still run. */
 static void assert_burst_signals(const char *spin_us)
 {
-    convoy_context_t *ctx = start(spin_us);
-    uint64_t sent = burst_signals(ctx, 32);
+    uint64_t fewest = UINT64_MAX;
+    for (int attempt = 0; attempt < 3 && fewest > 1; attempt++) {
+        convoy_context_t *ctx = start(spin_us);
+        uint64_t sent = burst_signals(ctx, 32);
+        fewest = sent < fewest ? sent : fewest;
+        convoy_fini(ctx);
+    }
     uint64_t bound = TU_SANITIZED ? 32 : 3;
-    ck_assert_msg(sent <= bound, "a burst of 32 ready tasks sent %llu wake-ups (want 1)",
-                  (unsigned long long)sent);
-    convoy_fini(ctx);
+    ck_assert_msg(fewest <= bound, "bursts of 32 ready tasks sent %llu wake-ups at fewest (want 1)",
+                  (unsigned long long)fewest);
 }
 
 START_TEST(burst_costs_one_wakeup)
