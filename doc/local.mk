@@ -45,6 +45,9 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-01-eve7-final.log \
 	doc/results/h200-2026-12-01-eve7-gpu-tests.log \
 	doc/results/h200-2026-12-01-eve8-bounce.log \
+	doc/results/h200-2026-12-01-night-ab.log \
+	doc/results/h200-2026-12-01-night-scale.log \
+	doc/results/h200-2026-12-01-night-gpu-tests.log \
 	doc/results/h200-2026-12-01-late-noise.log \
 	doc/results/h200-2026-12-01-late-pool.log \
 	doc/results/h200-2026-12-01-late-cache.log \
