@@ -14,7 +14,6 @@
 #include "src/context.h"
 #include "src/core.h"
 #include "src/proc.h"
-#include "src/taskmem.h"
 
 const convoy__params_t *convoy__ctx_params(const convoy_context_t *ctx)
 {
@@ -175,7 +174,6 @@ err : {
      * clearing it here raced with a worker naming itself); it is discarded after. */
     convoy__trace_t *trace = ctx->trace;
     context_destroy(ctx);
-    convoy__taskmem_trim(); /* its threads are gone, their slabs retired */
     if (trace != NULL)
         convoy__trace_discard(trace);
     /* Not logged at 'error': the caller gets the message (convoy_last_error(NULL)) and
@@ -207,7 +205,6 @@ void convoy_fini(convoy_context_t *ctx)
     convoy__log_repeat_flush(ctx);
     convoy__trace_t *trace = ctx->trace;
     context_destroy(ctx);
-    convoy__taskmem_trim(); /* its threads are gone, their slabs retired */
     /* Written last so that teardown events are in; the context is gone, so errors go to
      * the log only. */
     if (trace != NULL && convoy__trace_close(trace) != CONVOY_SUCCESS)

@@ -15,7 +15,6 @@
 
 #include "src/core.h"
 #include "src/task_impl.h"
-#include "src/taskmem.h"
 
 /* Make succ wait for pred unless pred is done. A predecessor that failed or was
  * cancelled, and whose failure no convoy_wait has reported yet, cancels succ. */
@@ -265,7 +264,7 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
                                   size_t args_size, convoy_data_t *const *flows)
 {
     int n = cls->nflows;
-    convoy__task_t *t = convoy__taskmem_get(
+    convoy__task_t *t = malloc(
         sizeof(*t) + (size_t)n * (sizeof(convoy_data_t *) + sizeof(void *) + sizeof(size_t)));
     if (t == NULL) {
         convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a task of class %s", cls->name);
@@ -284,7 +283,7 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
     if (args_size > CONVOY__TASK_INLINE_ARGS) {
         t->args = malloc(args_size);
         if (t->args == NULL) {
-            convoy__taskmem_put(t);
+            free(t);
             convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for %zu argument bytes of class %s",
                           args_size, cls->name);
             return NULL;

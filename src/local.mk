@@ -11,7 +11,6 @@ libconvoy_internal_la_SOURCES += \
 	src/data.c \
 	src/insert.c \
 	src/task.c \
-	src/taskmem.c \
 	src/wait.c \
 	src/worker.c \
 	src/hostmem.c \
@@ -28,7 +27,6 @@ noinst_HEADERS += \
 	src/context.h \
 	src/core.h \
 	src/task_impl.h \
-	src/taskmem.h \
 	src/coherence.h \
 	src/trace.h \
 	src/trace_impl.h \

@@ -11,7 +11,6 @@
 #include "src/coherence.h"
 #include "src/core.h"
 #include "src/task_impl.h"
-#include "src/taskmem.h"
 
 const char *convoy__task_name(const convoy__task_t *t, char *buf, size_t len)
 {
@@ -39,7 +38,7 @@ void convoy__task_unref(convoy__task_t *t)
     if (t->args != t->inline_args)
         free(t->args);
     free(t->fetch_msg);
-    convoy__taskmem_put(t);
+    free(t);
 }
 
 void convoy__task_release(convoy_context_t *ctx, convoy__task_t *t)

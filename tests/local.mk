@@ -24,7 +24,6 @@ convoy_check_suites = \
 	tests/check_robust_chore \
 	tests/check_workers \
 	tests/check_devcache \
-	tests/check_taskmem \
 	tests/check_version \
 	tests/check_trace_path \
 	tests/check_bind
@@ -121,10 +120,6 @@ tests_check_workers_LDADD = $(convoy_check_ldadd)
 tests_check_devcache_SOURCES = tests/check_devcache.c $(convoy_check_util)
 tests_check_devcache_CFLAGS = $(convoy_check_cflags)
 tests_check_devcache_LDADD = $(convoy_check_ldadd)
-
-tests_check_taskmem_SOURCES = tests/check_taskmem.c $(convoy_check_util)
-tests_check_taskmem_CFLAGS = $(convoy_check_cflags)
-tests_check_taskmem_LDADD = $(convoy_check_ldadd)
 
 tests_check_robust_chore_SOURCES = tests/check_robust_chore.c $(convoy_check_util)
 tests_check_robust_chore_CFLAGS = $(convoy_check_cflags)
