@@ -142,6 +142,8 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
     n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
                            load == 0, deadline_p);
     __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
+    if (load == 0 && n > 0)
+        convoy__cpu_poller_wake(p->ctx); /* its completions may make CPU tasks ready */
     return n;
 }
 

@@ -84,6 +84,9 @@ static convoy_status_t init_queues(convoy_context_t *ctx)
     ctx->qwait = convoy__calloc(ctx, (size_t)ctx->nqueues, sizeof(*ctx->qwait), "queues");
     if (ctx->qwait == NULL)
         return CONVOY_ERR_NOMEM;
+    /* Set before any progress thread starts: they read it (convoy__cpu_poller_wake). */
+    ctx->busy_poll = convoy__param_double(&ctx->params, "spin_busy_us") >
+                     convoy__param_double(&ctx->params, "spin_us");
     for (int q = 0; q < ctx->nqueues; q++) {
         pthread_mutex_init(&ctx->qwait[q].lock, NULL);
         pthread_condattr_t ca;

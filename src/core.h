@@ -216,6 +216,7 @@ struct convoy_context {
     int nworkers;
     pthread_t *workers;
     atomic_int stopping;
+    int busy_poll; /* spin_busy_us > spin_us: a worker polls while accelerators are busy */
 
     /* What each insertion writes: the inserting threads' line(s). */
     _Alignas(CONVOY__LINE) pthread_rwlock_t insert_lock; /* shared by insertions, exclusive
@@ -332,6 +333,10 @@ uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
 /* Every push to queue so far (pushes counts those that wake its consumer). */
 uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue);
 void convoy__queue_wake(convoy_context_t *ctx, int queue);
+/* An accelerator went from idle to busy (its progress thread took tasks with none in
+ * flight): wake a sleeping CPU worker to poll while it is busy, unless one polls already,
+ * so that the CPU tasks its completions make ready find a worker awake (src/worker.c). */
+void convoy__cpu_poller_wake(convoy_context_t *ctx);
 /* A CPU worker completes the last task it ran (1) or is done with it (0): the first CPU
  * task that completion makes ready runs next on this worker, unqueued (src/worker.c). */
 void convoy__cpu_slot_open(int open);

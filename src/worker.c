@@ -103,6 +103,13 @@ void convoy__queue_wake(convoy_context_t *ctx, int queue)
     atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
 }
 
+void convoy__cpu_poller_wake(convoy_context_t *ctx)
+{
+    convoy__queue_wait_t *w = &ctx->qwait[0];
+    if (ctx->busy_poll && atomic_load(&w->spinners) == 0 && wake_poller(w))
+        atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
+}
+
 void convoy__queues_expedite(convoy_context_t *ctx, int begin)
 {
     if (ctx->sched->expedite == NULL)
@@ -158,22 +165,29 @@ static int accel_busy(convoy_context_t *ctx)
  * trickle in, and starts tens of us after it (doc/design.md). Not while only CPU tasks
  * are in flight: the worker that runs them polls when it is done, and a second poller
  * only sends it to sleep (bench/overhead chained on the H200 host: 0.9-1.1 us a task
- * became 1.5-1.6). Past spin_ns it yields its core at each poll: on a machine with fewer
- * cores than busy threads (2 cores, a sim device's threads) a poller that kept its core
- * would slow the thread whose work it waits for. */
+ * became 1.5-1.6). Idle means idle for spin_ns: an accelerator is idle for moments
+ * between a ring's completion and the pushouts or the ring after it, and a poller that
+ * left at the first such moment slept through the CPU tasks that came next
+ * (mixed_latency's trace, doc/results.md, 2026-12-01 night). Past spin_ns it yields its
+ * core at each poll: on a machine with fewer cores than busy threads (2 cores, a sim
+ * device's threads) a poller that kept its core would slow the thread whose work it
+ * waits for. */
 static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t spin_ns,
                        uint64_t busy_ns)
 {
-    uint64_t start = convoy__now_ns();
+    uint64_t start = convoy__now_ns(), busy_at = start;
     int yielding = 0;
     for (int i = 0; convoy__queue_pushes(ctx, queue) == seen && !atomic_load(&ctx->stopping); i++) {
         /* The clock and the devices' loads every 64 polls (every 8 when yielding): each
          * read of a load pulls a line the progress thread writes per task. */
         if ((i & (yielding ? 7 : 63)) == 0 && i > 0) {
-            uint64_t spun = convoy__now_ns() - start;
-            if (spun >= busy_ns || (spun >= spin_ns && !accel_busy(ctx)))
+            uint64_t now = convoy__now_ns();
+            int busy = busy_ns > spin_ns && accel_busy(ctx);
+            if (busy)
+                busy_at = now;
+            if (now - start >= busy_ns || (!busy && now - busy_at >= spin_ns))
                 break;
-            yielding = spun >= spin_ns;
+            yielding = now - start >= spin_ns;
         }
         if (yielding)
             sched_yield();

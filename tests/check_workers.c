@@ -4,7 +4,8 @@
  * task (the woken worker hands the watch on); no task is ever left queued with every
  * worker asleep (bursts of every size, with and without polling, from the program's
  * thread, from a completion on a worker, from a chore); and a task a chore inserts runs
- * on another worker while the chore still runs. Each waits for its tasks to have run
+ * on another worker while the chore still runs; an accelerator that goes busy wakes one
+ * worker to poll (spin_busy_us). Each waits for its tasks to have run
  * before any convoy_wait: a wait wakes the workers itself (its expedite), which would
  * hide a lost wake-up.
  */
@@ -294,6 +295,116 @@ START_TEST(chore_child_runs_while_parent_runs)
 }
 END_TEST
 
+/* A sim task that holds its stream until the test opens the gate. */
+static atomic_int sim_started;
+
+static int sim_gate_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)t;
+    (void)stream;
+    atomic_store(&sim_started, 1);
+    while (!atomic_load(&gate_open))
+        sched_yield();
+    return 0;
+}
+
+/* With every CPU worker asleep, a task reaches the sim device, which was idle: with
+ * spin_busy_us above spin_us one worker is woken to poll while the device is busy (so
+ * that the CPU tasks its completions make ready find it awake), and only one; with
+ * spin_busy_us 0 none is. Returns the wake-ups sent. */
+static uint64_t accel_busy_wakeups(const char *spin_busy_us, int window_ms, int *polled_p)
+{
+    const char *const preset[] = {"devices", "sim", "nthreads",     "8",          "bind", "0",
+                                  "spin_us", "20",  "spin_busy_us", spin_busy_us, NULL};
+    convoy_context_t *ctx = tu_init(preset);
+    convoy_class_t *cls = NULL;
+    convoy_access_t rw = CONVOY_RW;
+    ck_assert_int_eq(convoy_class_new(ctx, "sim gate", 1, &rw, 0, &cls), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, sim_gate_chore),
+                     CONVOY_SUCCESS);
+    static float x;
+    convoy_data_t *d = NULL;
+    ck_assert_int_eq(convoy_data_new(ctx, &x, sizeof(x), &d), CONVOY_SUCCESS);
+    atomic_store(&gate_open, 0);
+    atomic_store(&sim_started, 0);
+    wait_sleepers(ctx, WORKERS);
+    uint64_t before = atomic_load(&ctx->qwait[0].signals);
+    ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
+    for (int i = 0; i < 100000 && !atomic_load(&sim_started); i++)
+        sleep_us(100);
+    ck_assert(atomic_load(&sim_started));
+    /* The woken worker polls for spin_busy_us (100 ms here) while the task runs. */
+    *polled_p = 0;
+    for (int i = 0; i < 10 * window_ms && !*polled_p; i++) {
+        *polled_p = atomic_load(&ctx->qwait[0].spinners) > 0;
+        if (!*polled_p)
+            sleep_us(100);
+    }
+    sleep_us(20000); /* time for a second wake-up, if one were sent */
+    uint64_t sent = atomic_load(&ctx->qwait[0].signals) - before;
+    atomic_store(&gate_open, 1);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    convoy_data_free(d);
+    convoy_fini(ctx);
+    return sent;
+}
+
+START_TEST(accel_going_busy_wakes_one_poller)
+{
+    int polled = 0;
+    uint64_t sent = accel_busy_wakeups("100000", 2000, &polled);
+    ck_assert_msg(polled, "no CPU worker polled while the sim device was busy");
+    ck_assert_uint_eq(sent, 1);
+}
+END_TEST
+
+START_TEST(accel_going_busy_wakes_none_without_busy_polling)
+{
+    int polled = 0;
+    uint64_t sent = accel_busy_wakeups("0", 50, &polled);
+    ck_assert_msg(!polled, "a CPU worker polled with spin_busy_us 0 and no CPU task");
+    ck_assert_uint_eq(sent, 0);
+}
+END_TEST
+
+/* The poller stays through a moment of idleness shorter than spin_us: it was woken as
+ * the sim device went busy, polled past spin_us (40 ms) while the device ran the gated
+ * task (45 ms), and still polls 5 ms after the device went idle (it leaves 40 ms after;
+ * spin_busy_us, 100 ms, bounds the whole). It left at the first idle moment past spin_us
+ * before, and slept through the CPU tasks that came next. */
+START_TEST(poller_stays_through_idle_moment)
+{
+    const char *const preset[] = {"devices", "sim",   "nthreads",     "8",      "bind", "0",
+                                  "spin_us", "40000", "spin_busy_us", "100000", NULL};
+    convoy_context_t *ctx = tu_init(preset);
+    convoy_class_t *cls = NULL;
+    convoy_access_t rw = CONVOY_RW;
+    ck_assert_int_eq(convoy_class_new(ctx, "sim gate", 1, &rw, 0, &cls), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, sim_gate_chore),
+                     CONVOY_SUCCESS);
+    static float x;
+    convoy_data_t *d = NULL;
+    ck_assert_int_eq(convoy_data_new(ctx, &x, sizeof(x), &d), CONVOY_SUCCESS);
+    atomic_store(&gate_open, 0);
+    atomic_store(&sim_started, 0);
+    wait_sleepers(ctx, WORKERS);
+    ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
+    for (int i = 0; i < 20000 && !atomic_load(&sim_started); i++)
+        sleep_us(100);
+    sleep_us(45000);
+    atomic_store(&gate_open, 1);
+    /* The device is idle once its progress thread has seen the task complete. */
+    for (int i = 0; i < 20000 && __atomic_load_n(&ctx->accel[0]->load, __ATOMIC_RELAXED) > 0; i++)
+        sleep_us(100);
+    sleep_us(5000);
+    int polling = atomic_load(&ctx->qwait[0].spinners) > 0;
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    convoy_data_free(d);
+    convoy_fini(ctx);
+    ck_assert_msg(polling, "the poller left within 5 ms of the device going idle (spin_us 40 ms)");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("workers");
@@ -305,6 +416,9 @@ static Suite *suite(void)
     tcase_add_test(tc, chore_inserts_run);
     tcase_add_test(tc, chore_inserts_run_polling);
     tcase_add_test(tc, chore_child_runs_while_parent_runs);
+    tcase_add_test(tc, accel_going_busy_wakes_one_poller);
+    tcase_add_test(tc, accel_going_busy_wakes_none_without_busy_polling);
+    tcase_add_test(tc, poller_stays_through_idle_moment);
     return s;
 }
 
