@@ -202,8 +202,10 @@ const convoy__param_def_t convoy__core_params[] = {
      .doc = "how long the polling CPU worker polls before it sleeps while tasks are in "
             "flight on an accelerator, whose completions may make CPU tasks ready: on the "
             "H200 host a sleeping worker starts 37-61 us (p10-p50) after its wake-up "
-            "(mixed_latency's trace, doc/results.md, 2026-12-01). Never less than spin_us; "
-            "one worker polls at a time, yielding its core past spin_us"},
+            "(mixed_latency's trace, doc/results.md, 2026-12-01). When above spin_us, an "
+            "accelerator that goes busy wakes one worker to poll, and the poller stays until "
+            "every accelerator has been idle for spin_us. Never less than spin_us; one "
+            "worker polls at a time, yielding its core past spin_us"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",
