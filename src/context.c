@@ -222,7 +222,7 @@ void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *s)
     if (ctx == NULL)
         return;
     const convoy__stats_atomic_t *a = &ctx->stats;
-    s->tasks_inserted = a->tasks_inserted;
+    s->tasks_inserted = atomic_load_explicit(&ctx->next_task_id, memory_order_relaxed);
     s->tasks_completed = a->tasks_completed;
     s->tasks_failed = a->tasks_failed;
     s->tasks_cancelled = a->tasks_cancelled;

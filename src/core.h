@@ -189,7 +189,8 @@ typedef struct convoy__dist_hooks {
 } convoy__dist_hooks_t;
 
 typedef struct convoy__stats_atomic {
-    _Alignas(CONVOY__LINE) _Atomic uint64_t tasks_inserted; /* the inserting threads' line */
+    /* tasks_inserted is ctx->next_task_id: every insertion that gets that far takes an id,
+     * and one counter fewer is one line fewer that inserting threads pass between them. */
     _Alignas(CONVOY__LINE) _Atomic uint64_t tasks_completed, tasks_failed, tasks_cancelled;
     _Atomic uint64_t rings, launches;
     _Atomic uint64_t h2d_submissions, h2d_copies, h2d_bytes;

@@ -342,7 +342,6 @@ convoy_status_t convoy_task_insert_ex(convoy_context_t *ctx, convoy_class_t *cls
     }
     atomic_fetch_add(&ctx->inflight, 1);
     pthread_rwlock_unlock(&ctx->insert_lock);
-    atomic_fetch_add_explicit(&ctx->stats.tasks_inserted, 1, memory_order_relaxed);
     if (ctx->trace != NULL)
         convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
                                                                 .stage = CONVOY__STEP_INSERTED,
