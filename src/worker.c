@@ -103,10 +103,15 @@ void convoy__queue_wake(convoy_context_t *ctx, int queue)
     atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
 }
 
+/* Only when every worker sleeps: a worker that is running tasks polls when it is done, and
+ * a wake-up on its way would stop it (the woken sleeper holds the poller's place while it
+ * starts, tens of us on the H200 host), so the CPU tasks made ready meanwhile would wait
+ * for the sleeper instead (mixed_latency's trace, 2026-12-01 night: 13 us). */
 void convoy__cpu_poller_wake(convoy_context_t *ctx)
 {
     convoy__queue_wait_t *w = &ctx->qwait[0];
-    if (ctx->busy_poll && atomic_load(&w->spinners) == 0 && wake_poller(w))
+    if (ctx->busy_poll && atomic_load(&w->spinners) == 0 &&
+        atomic_load(&w->sleepers) == ctx->nworkers && wake_poller(w))
         atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
 }
 
