@@ -142,8 +142,6 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
     n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
                            load == 0, deadline_p);
     __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
-    if (load == 0 && n > 0)
-        convoy__cpu_poller_wake(p->ctx); /* its completions may make CPU tasks ready */
     return n;
 }
 
@@ -317,10 +315,15 @@ static void *progress_main(void *arg)
             if (n > 0) {
                 /* Before the start: a task that fails in it may be freed at once. */
                 int user = p->popped[0]->cls->internal == CONVOY__CLS_USER;
+                int drops = p->popped[0]->cls->internal == CONVOY__CLS_DROP;
                 p->prof_rings += user;
                 p->prof_transfer_rings += !user;
                 p->prof_transfers += user ? 0 : (uint64_t)n;
                 convoy__ring_start(p, p->popped, n);
+                /* The device went busy: its completions (a flush's too) may make CPU tasks
+                 * ready. After the start, so that the wake-up does not delay it. */
+                if (idle && !drops)
+                    convoy__cpu_poller_wake(ctx);
                 moved = 1;
                 if (ctx->trace != NULL)
                     trace_counters(p);

@@ -191,7 +191,8 @@ const convoy__param_def_t convoy__core_params[] = {
      .min = 0,
      .max = 100000,
      .doc = "how long an idle CPU worker polls for new tasks before it sleeps (one worker "
-            "polls at a time; 0: sleep at once). On the 16-core H200 host, bench/overhead "
+            "polls at a time; 0: sleep at once, unless an accelerator is busy: "
+            "spin_busy_us). On the 16-core H200 host, bench/overhead "
             "with 16 workers: 5.3 us a task at 0, 2.8-2.9 at 5 and 20, chained 3.5 at 0 and "
             "2.8 at 20 (doc/results.md, 2026-12-01)"},
     {.name = "spin_busy_us",
@@ -203,9 +204,11 @@ const convoy__param_def_t convoy__core_params[] = {
             "flight on an accelerator, whose completions may make CPU tasks ready: on the "
             "H200 host a sleeping worker starts 37-61 us (p10-p50) after its wake-up "
             "(mixed_latency's trace, doc/results.md, 2026-12-01). When above spin_us, an "
-            "accelerator that goes busy wakes one worker to poll, and the poller stays until "
-            "every accelerator has been idle for spin_us. Never less than spin_us; one "
-            "worker polls at a time, yielding its core past spin_us"},
+            "accelerator that goes busy while every worker sleeps wakes one to poll, and the "
+            "poller stays until every accelerator has been idle for spin_us: a core polls "
+            "for up to this long per busy period even when no CPU task follows (0: never). "
+            "Never less than spin_us; one worker polls at a time, yielding its core past "
+            "spin_us"},
     {.name = "poll_us",
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",

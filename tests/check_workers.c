@@ -107,14 +107,15 @@ static uint64_t burst_signals(convoy_context_t *ctx, int n)
 }
 
 /* Before the watch, each of the 7 sleepers got a wake-up of its own from the gate's
- * worker (5-33 measured). One is needed; a second may come if the woken worker drained
- * the queue between two pushes of the burst, hence the margin. The bound is about timing
- * (the 32 pushes come faster than a woken worker starts), so the fewest of 5 bursts is
- * asserted: on a loaded machine one burst's pushes can be preempted past a wake-up (5
- * and 22 seen with other tests beside it, on the tree before this test took the fewest
- * too), while a wake-up per push shows in every burst. A sanitizer build slows each push
- * past a wake-up (TSan: 6 once in CI), so there only one per task at most is asserted,
- * and every reader must still run. */
+ * worker (5-33 measured). One is needed; more come when the woken worker drains the
+ * queue between two pushes of the burst, hence the margin (4, under the 5 of a wake-up
+ * per sleeper). The bound is about timing (the 32 pushes come faster than a woken worker
+ * starts), so the fewest of 5 bursts is asserted: on a loaded machine one burst's pushes
+ * can be preempted past a wake-up (5 and 22 seen with other tests beside it; 4 at fewest
+ * of 5, with 2 busy loops on 2 cores, 3 times in 70 runs with a bound of 3), while a
+ * wake-up per push shows in every burst. A sanitizer build slows each push past a
+ * wake-up (TSan: 6 once in CI), so there only one per task at most is asserted, and
+ * every reader must still run. */
 static void assert_burst_signals(const char *spin_us)
 {
     uint64_t fewest = UINT64_MAX;
@@ -124,7 +125,7 @@ static void assert_burst_signals(const char *spin_us)
         fewest = sent < fewest ? sent : fewest;
         convoy_fini(ctx);
     }
-    uint64_t bound = TU_SANITIZED ? 32 : 3;
+    uint64_t bound = TU_SANITIZED ? 32 : 4;
     ck_assert_msg(fewest <= bound, "bursts of 32 ready tasks sent %llu wake-ups at fewest (want 1)",
                   (unsigned long long)fewest);
 }
@@ -342,6 +343,9 @@ static uint64_t accel_busy_wakeups(const char *spin_busy_us, int window_ms, int 
     }
     sleep_us(20000); /* time for a second wake-up, if one were sent */
     uint64_t sent = atomic_load(&ctx->qwait[0].signals) - before;
+    /* The poller's place is taken at the wake-up; the woken worker has left its sleep. */
+    if (*polled_p)
+        wait_sleepers(ctx, WORKERS - 1);
     atomic_store(&gate_open, 1);
     ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
     convoy_data_free(d);
