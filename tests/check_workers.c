@@ -309,14 +309,13 @@ static int sim_gate_chore(const convoy_task_view_t *t, void *stream)
     return 0;
 }
 
-/* With every CPU worker asleep, a task reaches the sim device, which was idle: with
- * spin_busy_us above spin_us one worker is woken to poll while the device is busy (so
- * that the CPU tasks its completions make ready find it awake), and only one; with
- * spin_busy_us 0 none is. Returns the wake-ups sent. */
-static uint64_t accel_busy_wakeups(const char *spin_busy_us, int window_ms, int *polled_p)
+/* A context on the sim device with the given polling times, every worker asleep, and
+ * one gated sim task inserted and running (its stream held until gate_open). */
+static convoy_context_t *start_sim_gate(const char *spin_us, const char *spin_busy_us,
+                                        convoy_data_t **d_p, uint64_t *signals_p)
 {
-    const char *const preset[] = {"devices", "sim", "nthreads",     "8",          "bind", "0",
-                                  "spin_us", "20",  "spin_busy_us", spin_busy_us, NULL};
+    const char *const preset[] = {"devices", "sim",   "nthreads",     "8",          "bind", "0",
+                                  "spin_us", spin_us, "spin_busy_us", spin_busy_us, NULL};
     convoy_context_t *ctx = tu_init(preset);
     convoy_class_t *cls = NULL;
     convoy_access_t rw = CONVOY_RW;
@@ -324,16 +323,27 @@ static uint64_t accel_busy_wakeups(const char *spin_busy_us, int window_ms, int 
     ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, sim_gate_chore),
                      CONVOY_SUCCESS);
     static float x;
-    convoy_data_t *d = NULL;
-    ck_assert_int_eq(convoy_data_new(ctx, &x, sizeof(x), &d), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_data_new(ctx, &x, sizeof(x), d_p), CONVOY_SUCCESS);
     atomic_store(&gate_open, 0);
     atomic_store(&sim_started, 0);
     wait_sleepers(ctx, WORKERS);
-    uint64_t before = atomic_load(&ctx->qwait[0].signals);
-    ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
+    *signals_p = atomic_load(&ctx->qwait[0].signals);
+    ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, d_p), CONVOY_SUCCESS);
     for (int i = 0; i < 100000 && !atomic_load(&sim_started); i++)
         sleep_us(100);
     ck_assert(atomic_load(&sim_started));
+    return ctx;
+}
+
+/* With every CPU worker asleep, a task reaches the sim device, which was idle: with
+ * spin_busy_us above spin_us one worker is woken to poll while the device is busy (so
+ * that the CPU tasks its completions make ready find it awake), and only one; with
+ * spin_busy_us 0 none is. Returns the wake-ups sent. */
+static uint64_t accel_busy_wakeups(const char *spin_busy_us, int window_ms, int *polled_p)
+{
+    convoy_data_t *d = NULL;
+    uint64_t before = 0;
+    convoy_context_t *ctx = start_sim_gate("20", spin_busy_us, &d, &before);
     /* The woken worker polls for spin_busy_us (100 ms here) while the task runs. */
     *polled_p = 0;
     for (int i = 0; i < 10 * window_ms && !*polled_p; i++) {
@@ -378,23 +388,9 @@ END_TEST
  * before, and slept through the CPU tasks that came next. */
 START_TEST(poller_stays_through_idle_moment)
 {
-    const char *const preset[] = {"devices", "sim",   "nthreads",     "8",      "bind", "0",
-                                  "spin_us", "40000", "spin_busy_us", "100000", NULL};
-    convoy_context_t *ctx = tu_init(preset);
-    convoy_class_t *cls = NULL;
-    convoy_access_t rw = CONVOY_RW;
-    ck_assert_int_eq(convoy_class_new(ctx, "sim gate", 1, &rw, 0, &cls), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, sim_gate_chore),
-                     CONVOY_SUCCESS);
-    static float x;
     convoy_data_t *d = NULL;
-    ck_assert_int_eq(convoy_data_new(ctx, &x, sizeof(x), &d), CONVOY_SUCCESS);
-    atomic_store(&gate_open, 0);
-    atomic_store(&sim_started, 0);
-    wait_sleepers(ctx, WORKERS);
-    ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
-    for (int i = 0; i < 20000 && !atomic_load(&sim_started); i++)
-        sleep_us(100);
+    uint64_t signals = 0;
+    convoy_context_t *ctx = start_sim_gate("40000", "100000", &d, &signals);
     sleep_us(45000);
     atomic_store(&gate_open, 1);
     /* The device is idle once its progress thread has seen the task complete. */
