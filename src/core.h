@@ -334,9 +334,10 @@ uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
 /* Every push to queue so far (pushes counts those that wake its consumer). */
 uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue);
 void convoy__queue_wake(convoy_context_t *ctx, int queue);
-/* An accelerator went from idle to busy (its progress thread took tasks with none in
- * flight): wake a sleeping CPU worker to poll while it is busy, when every worker sleeps,
- * so that the CPU tasks its completions make ready find a worker awake (src/worker.c). */
+/* An accelerator went from idle to busy (its progress thread started a ring with nothing
+ * in flight): wake a sleeping CPU worker to poll while it is busy, when every worker
+ * sleeps, so that the CPU tasks its completions make ready find a worker awake
+ * (src/worker.c). */
 void convoy__cpu_poller_wake(convoy_context_t *ctx);
 /* A CPU worker completes the last task it ran (1) or is done with it (0): the first CPU
  * task that completion makes ready runs next on this worker, unqueued (src/worker.c). */
