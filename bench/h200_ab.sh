@@ -11,29 +11,26 @@ out=${OUT:-/tmp/out}; mkdir -p "$out"
 w=/tmp/ab
 rounds=${ROUNDS:-6}
 . "$(dirname "$0")/h200_build.sh"
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } >"$out/machine.txt" 2>&1
+h200_machine
 h200_build base .dev/convoy-base.tar.gz "$w" &
 h200_build new .dev/convoy-new.tar.gz "$w" & wait
 BASE=$(echo $w/base/convoy-*); NEW=$(echo $w/new/convoy-*)
 export CONVOY_DEVICES=cuda
 b="$out/bench.log"
-run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
-# n busy loops for s seconds, in the background
-spin() { for k in $(seq "$1"); do timeout "$2" sh -c 'while :; do :; done' & done; }
 if [ "${GPU_TESTS:-1}" != 0 ]; then
     (cd "$NEW" && timeout 280 make -j16 check TESTS="tests/gpu_copy tests/gpu_tasks" >"$out/check.log" 2>&1; echo "gpu tests rc=$?")
     grep -h -E "[0-9]+ passed" "$NEW"/tests/gpu_*.log | tail -3; cat "$NEW"/tests/gpu_*.log >"$out/gpu-tests.log" 2>/dev/null
 fi
 echo "### spinners: 4 busy loops from here" >>"$b"
-spin 4 $((rounds * 6 + 20))
-for i in $(seq "$rounds"); do run $BASE/bench/tiny_tasks; run $NEW/bench/tiny_tasks; done
-for i in 1 2; do run $BASE/bench/tiny_tasks --flow-bytes 1024; run $NEW/bench/tiny_tasks --flow-bytes 1024; done
-run $BASE/bench/tiny_tasks --convoy-progress_profile=1; run $NEW/bench/tiny_tasks --convoy-progress_profile=1
+h200_spin 4 $((rounds * 6 + 20))
+for i in $(seq "$rounds"); do h200_run $BASE/bench/tiny_tasks; h200_run $NEW/bench/tiny_tasks; done
+for i in 1 2; do h200_run $BASE/bench/tiny_tasks --flow-bytes 1024; h200_run $NEW/bench/tiny_tasks --flow-bytes 1024; done
+h200_run $BASE/bench/tiny_tasks --convoy-progress_profile=1; h200_run $NEW/bench/tiny_tasks --convoy-progress_profile=1
 wait
 echo "### spinners: none from here" >>"$b"
-for i in 1 2 3; do run $BASE/bench/overhead; run $NEW/bench/overhead; done
-for i in 1 2; do run $BASE/bench/chains; run $NEW/bench/chains; done
-for i in 1 2; do run $BASE/bench/mixed_latency; run $NEW/bench/mixed_latency; done
+for i in 1 2 3; do h200_run $BASE/bench/overhead; h200_run $NEW/bench/overhead; done
+for i in 1 2; do h200_run $BASE/bench/chains; h200_run $NEW/bench/chains; done
+for i in 1 2; do h200_run $BASE/bench/mixed_latency; h200_run $NEW/bench/mixed_latency; done
 grep -E "rc=[1-9]|verified=(no|0)" "$b" | head
 awk '/^### spinners/{print; next} /^### /{tag=($0 ~ /\/base\//) ? "BASE" : "NEW"; opt=$0; sub(/^### /,"",opt); sub(/[^ ]*\/bench\//,"",opt); next} /^(tiny_tasks|overhead|chains|mixed_latency) /{print tag, "[" opt "]", $0} /progress_profile:/{print tag, substr($0, 1, 330)}' "$b" |
     sed -E 's/ (inputs|outputs|h2d_copies|batch_chore|bytes_per_task|device|d2h_copies|h2d_submissions|d2h_submissions|launches|d2d_copies|small|large_bytes|rounds|sched|tasks|split|page_faults|seconds|host_memory)=[^ ]*//g' | cut -c1-330

@@ -15,15 +15,13 @@ h200_build alt .dev/convoy-alt.tar.gz "$w" & wait
 B=$(echo $w/base/convoy-*); N=$(echo $w/new/convoy-*); A=$(echo $w/alt/convoy-*)
 export CONVOY_DEVICES=cuda
 b="$out/bench.log"
-run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
-spin() { for k in $(seq "$1"); do timeout "$2" sh -c 'while :; do :; done' & done; }
 echo "### spinners: 4 busy loops from here" >>"$b"
-spin 4 90
-for i in 1 2 3 4 5 6 7 8 9 10; do run $B/bench/tiny_tasks; run $N/bench/tiny_tasks; run $A/bench/tiny_tasks; done
+h200_spin 4 90
+for i in 1 2 3 4 5 6 7 8 9 10; do h200_run $B/bench/tiny_tasks; h200_run $N/bench/tiny_tasks; h200_run $A/bench/tiny_tasks; done
 
 wait
 echo "### spinners: none from here" >>"$b"
-for i in 1 2 3; do for t in $B $N $A; do run $t/bench/overhead; done; done
+for i in 1 2 3; do for t in $B $N $A; do h200_run $t/bench/overhead; done; done
 
 grep -E "rc=[1-9]|verified=(no|0)" "$b" | head
 awk '/^### spinners/{print; next} /^### /{tag=($0 ~ /\/base\//) ? "BASE" : ($0 ~ /\/alt\//) ? "ALT" : "NEW"; opt=$0; sub(/^### /,"",opt); sub(/[^ ]*\/bench\//,"",opt); next} /^(tiny_tasks|overhead|chains) /{print tag, "[" opt "]", $0} /progress_profile:.*65 rings/{n[tag]++; if (n[tag]%2==0) print tag, substr($0, 1, 330)}' "$b" |

@@ -1,4 +1,5 @@
-# Sourced by the bench/h200_*.sh scripts: h200_build NAME TARBALL ROOT [CONFIGURE ARGS...]
+# Sourced by the bench/h200_*.sh scripts (h200_machine, h200_run and h200_spin below too):
+# h200_build NAME TARBALL ROOT [CONFIGURE ARGS...]
 # unpacks TARBALL into ROOT/NAME (emptied first) and builds it there with
 # --with-cuda-arch=90, logs in $out/configure-NAME.log and $out/make-NAME.log; prints
 # "build NAME rc=N" and comes back to the folder it was called from.
@@ -12,3 +13,16 @@ h200_build() {
     echo "build $name rc=$?"
     cd "$here" || return 1
 }
+
+# h200_machine: the GPU, its driver and the core count into $out/machine.txt.
+h200_machine() {
+    { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } \
+        >"$out/machine.txt" 2>&1
+}
+
+# h200_run CMD...: CMD (60 s at most) appended to $b under a "### CMD" line, then "rc=N".
+h200_run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"$b"; }
+
+# h200_spin N S: N busy loops for S seconds, in the background (doc/results.md: busy cores
+# keep the H200 host out of the state that makes tiny_tasks bimodal).
+h200_spin() { for k in $(seq "$1"); do timeout "$2" sh -c 'while :; do :; done' & done; }
