@@ -70,8 +70,13 @@ static void bounce_setup(convoy__pipe_t *p)
         p->bounce_mode = BOUNCE_OFF;
     p->bounce_ready = 1;
     int threads = (int)convoy__param_int(&p->ctx->params, "pageable_bounce_threads");
+    /* Helpers poll between jobs as long as an idle CPU worker polls for tasks, and after a
+     * ring's start as long as the polling worker does while an accelerator is busy. */
+    uint64_t spin_ns = (uint64_t)(convoy__param_double(&p->ctx->params, "spin_us") * 1000.0);
+    p->gang_prime_ns =
+        (uint64_t)(convoy__param_double(&p->ctx->params, "spin_busy_us") * 1000.0);
     if (p->bounce_mode != BOUNCE_OFF && threads > 0)
-        p->gang = convoy__gang_new(threads, p->dev->name);
+        p->gang = convoy__gang_new(threads, spin_ns, p->dev->name);
     convoy__log_debug("%s: pageable bounce %s (copies up to %zu bytes, %zu bytes at once)",
                       p->dev->name, mode, p->bounce_max, p->bounce_limit);
 }
@@ -123,6 +128,13 @@ void convoy__bounce_drop(convoy__pipe_t *p)
     free(p->spans);
     p->spans = NULL;
     p->spans_cap = 0;
+}
+
+void convoy__bounce_expect(convoy__pipe_t *p)
+{
+    if (p->bounced && p->gang != NULL)
+        convoy__gang_prime(p->gang, p->gang_prime_ns);
+    p->bounced = 0;
 }
 
 int convoy__bounce_spans(convoy__pipe_t *p, int n)
@@ -185,6 +197,7 @@ static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k
     }
     *b = (convoy__bounce_t){.block = block, .bytes = total};
     p->bounce_bytes += total;
+    p->bounced = 1;
     uint8_t pinned = convoy__host_is_pinned(p->ctx, block, total) ? CONVOY__COPY_HOST_PINNED : 0;
     char *at = block;
     int nspans = 0;

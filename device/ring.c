@@ -432,6 +432,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     convoy__ring_t *r = convoy__ring_new(p, tasks, n, RING_TASKS);
     if (r == NULL)
         return;
+    convoy__bounce_expect(p);
     convoy__member_t *m = r->m;
     /* Reserve: a member that finds no memory while other work holds some waits for it
      * (deferred, in order); alone, it fails. */

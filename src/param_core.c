@@ -147,7 +147,9 @@ const convoy__param_def_t convoy__core_params[] = {
      .min = 0,
      .max = 64,
      .doc = "helper threads per accelerator that share the bounce's memcpy of a submission "
-            "(256 KiB or more) with its progress thread; 0: the progress thread alone"},
+            "(256 KiB or more) with its progress thread; they poll spin_us after a job, and "
+            "up to spin_busy_us from the start of a ring that follows a bounced one "
+            "(doc/cuda.md); 0: the progress thread alone"},
     {.name = "max_inflight",
      .type = CONVOY__PARAM_INT,
      .def = "1024",
