@@ -23,6 +23,16 @@ typedef struct convoy__arena_region {
     size_t used; /* bytes allocated in it, rounded to the alignment */
 } convoy__arena_region_t;
 
+/* 1 when [p, p + bytes) lies in r (r may be NULL: 0). */
+static inline int convoy__arena_region_holds(const convoy__arena_region_t *r, const void *p,
+                                             size_t bytes)
+{
+    if (r == NULL || (uintptr_t)p < (uintptr_t)r->base)
+        return 0;
+    size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->base);
+    return off < r->size && bytes <= r->size - off;
+}
+
 /* A new empty arena whose allocations are multiples of align bytes and start on
  * align-byte boundaries (align: a power of two; regions must start aligned). NULL when
  * out of host memory. */

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "device/arena.h"
 #include "device/device.h"
 
 /* What a component gives the slabs: its names for messages and its runtime's calls. */
@@ -53,10 +54,12 @@ void convoy__hostslab_detach(convoy__hostslab_t *hs);
 
 /* For one submission: take the slab lock once, then map host ranges to the device
  * pointers that kernels use. map_locked returns 1 and sets *dev_p when [p, p + bytes)
- * lies in one slab, else 0. */
+ * lies in one slab, else 0. last_p: NULL, or the slab of the caller's previous hit,
+ * tried first and updated (a submission's host sides mostly share a slab). */
 void convoy__hostslab_lock(convoy__hostslab_t *hs);
 void convoy__hostslab_unlock(convoy__hostslab_t *hs);
-int convoy__hostslab_map_locked(convoy__hostslab_t *hs, const void *p, size_t bytes, void **dev_p);
+int convoy__hostslab_map_locked(convoy__hostslab_t *hs, const void *p, size_t bytes, void **dev_p,
+                                const convoy__arena_region_t **last_p);
 
 /* The host_mem ops (device.h) of the component of ops: each component's own are one-line
  * calls of these. alloc returns NULL with the error recorded; free ignores NULL and logs

@@ -340,11 +340,24 @@ START_TEST(slab_blocks)
 
     void *dev_p = NULL;
     convoy__hostslab_lock(hs);
-    ck_assert(convoy__hostslab_map_locked(hs, b + 10, 100, &dev_p));
+    ck_assert(convoy__hostslab_map_locked(hs, b + 10, 100, &dev_p, NULL));
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(b + 10) + DEV_TAG);
-    ck_assert(convoy__hostslab_map_locked(hs, big, 3 * MIB, &dev_p));
+    ck_assert(convoy__hostslab_map_locked(hs, big, 3 * MIB, &dev_p, NULL));
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)big + DEV_TAG);
-    ck_assert(!convoy__hostslab_map_locked(hs, a, MIB + 1, &dev_p));
+    ck_assert(!convoy__hostslab_map_locked(hs, a, MIB + 1, &dev_p, NULL));
+    /* With a hint: a hit in the hinted slab, a miss there that finds the other slab and
+     * becomes the hint, a range the hint holds only in part is looked up and refused. */
+    const convoy__arena_region_t *last = NULL;
+    ck_assert(convoy__hostslab_map_locked(hs, b + 10, 100, &dev_p, &last));
+    const convoy__arena_region_t *first = last;
+    ck_assert_ptr_nonnull(first);
+    ck_assert(convoy__hostslab_map_locked(hs, b + 200, 8, &dev_p, &last));
+    ck_assert_ptr_eq(last, first);
+    ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(b + 200) + DEV_TAG);
+    ck_assert(convoy__hostslab_map_locked(hs, big + 64, 64, &dev_p, &last));
+    ck_assert_ptr_ne(last, first);
+    ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(big + 64) + DEV_TAG);
+    ck_assert(!convoy__hostslab_map_locked(hs, big, 5 * MIB, &dev_p, &last));
     convoy__hostslab_unlock(hs);
 
     convoy__hostslab_free(&fake_slab_ops, NULL, b);

@@ -233,11 +233,14 @@ static convoy_status_t ring_reclaim(convoy__cuda_dev_t *dev, int wait_oldest)
 }
 
 /* k (1..ring_slots) contiguous free slots: *slot_p is the first, *span_p what the
- * submission holds (k plus the ring's tail when it had to skip to the bottom). */
+ * submission holds (k plus the ring's tail when it had to skip to the bottom). Completed
+ * submissions are retired only when the room is short: an event query costs 1.4-1.6 us
+ * on the H200 host (bench/copy_paths' host calls, doc/results.md), a tenth of a 512-copy
+ * submission's host time. */
 static convoy_status_t ring_reserve(convoy__cuda_dev_t *dev, int k, int *slot_p, int *span_p)
 {
-    convoy_status_t st = ring_reclaim(dev, 0);
-    for (;;) {
+    convoy_status_t st = CONVOY_SUCCESS;
+    for (int polled = 0;; polled = 1) {
         if (st != CONVOY_SUCCESS)
             return st;
         int skip = k > dev->ring_slots - dev->ring_head ? dev->ring_slots - dev->ring_head : 0;
@@ -252,7 +255,7 @@ static convoy_status_t ring_reserve(convoy__cuda_dev_t *dev, int k, int *slot_p,
                                  "with nothing in flight",
                                  dev->base.name, k, dev->ring_head, dev->ring_used,
                                  dev->ring_slots);
-        st = ring_reclaim(dev, 1);
+        st = ring_reclaim(dev, polled); /* first what is over, then wait for the oldest */
     }
 }
 
@@ -285,40 +288,40 @@ enum {
 static int in_pool(convoy__cuda_dev_t *dev, const void *p, size_t bytes,
                    const convoy__arena_region_t **last_p)
 {
-    const convoy__arena_region_t *r = *last_p;
-    if (r != NULL && (uintptr_t)p >= (uintptr_t)r->base) {
-        size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->base);
-        if (off < r->size && bytes <= r->size - off)
-            return 1;
-    }
-    r = convoy__arena_find(dev->pool.arena, p, bytes);
+    if (convoy__arena_region_holds(*last_p, p, bytes))
+        return 1;
+    const convoy__arena_region_t *r = convoy__arena_find(dev->pool.arena, p, bytes);
     if (r == NULL)
         return 0;
     *last_p = r;
     return 1;
 }
 
-/* Fill d from c, or say why the kernel may not carry c. Under the slab and pool locks
- * (*last_p: in_pool's memory for this submission). */
+/* The slab and pool chunk of a submission's last hits, tried first. */
+typedef struct sm_hints {
+    const convoy__arena_region_t *host, *pool;
+} sm_hints_t;
+
+/* Fill d from c, or say why the kernel may not carry c. Under the slab and pool locks. */
 static int sm_describe(convoy__cuda_dev_t *dev, const convoy__copy_t *c, convoy__cuda_desc_t *d,
-                       const convoy__arena_region_t **last_p)
+                       sm_hints_t *h)
 {
     void *src = (void *)c->src, *dst = c->dst;
     switch (c->dir) {
     case CONVOY__H2D:
-        if (!convoy__hostslab_map_locked(dev->hostmem, c->src, c->bytes, &src))
+        if (!convoy__hostslab_map_locked(dev->hostmem, c->src, c->bytes, &src, &h->host))
             return SM_HOST;
-        if (!in_pool(dev, c->dst, c->bytes, last_p))
+        if (!in_pool(dev, c->dst, c->bytes, &h->pool))
             return SM_DEVICE;
         break;
     case CONVOY__D2H:
-        if (!convoy__hostslab_map_locked(dev->hostmem, c->dst, c->bytes, &dst))
+        if (!convoy__hostslab_map_locked(dev->hostmem, c->dst, c->bytes, &dst, &h->host))
             return SM_HOST;
-        if (!in_pool(dev, c->src, c->bytes, last_p))
+        if (!in_pool(dev, c->src, c->bytes, &h->pool))
             return SM_DEVICE;
         break;
     default:
-        if (!in_pool(dev, c->src, c->bytes, last_p) || !in_pool(dev, c->dst, c->bytes, last_p))
+        if (!in_pool(dev, c->src, c->bytes, &h->pool) || !in_pool(dev, c->dst, c->bytes, &h->pool))
             return SM_DEVICE;
         break;
     }
@@ -338,11 +341,11 @@ static int sm_describe_all(convoy__cuda_dev_t *dev, const convoy__copy_t *copies
 {
     int why = SM_OK;
     size_t max_bytes = 0;
-    const convoy__arena_region_t *last = NULL;
+    sm_hints_t hints = {NULL, NULL};
     convoy__hostslab_lock(dev->hostmem);
     pthread_mutex_lock(&dev->pool.lock);
     for (int j = 0; j < n && why == SM_OK; j++) {
-        why = sm_describe(dev, &copies[j], d != NULL ? &d[j] : NULL, &last);
+        why = sm_describe(dev, &copies[j], d != NULL ? &d[j] : NULL, &hints);
         *bad_p = j;
         max_bytes = CONVOY__MAX(max_bytes, copies[j].bytes);
     }
@@ -352,11 +355,17 @@ static int sm_describe_all(convoy__cuda_dev_t *dev, const convoy__copy_t *copies
     return why;
 }
 
-/* 1 when every host side is flagged pinned (D2D copies have none). */
+/* 1 when c has a host side not flagged pinned (D2D copies have none). */
+static inline int pageable_side(const convoy__copy_t *c)
+{
+    return c->dir != CONVOY__D2D && !(c->flags & CONVOY__COPY_HOST_PINNED);
+}
+
+/* 1 when every host side is flagged pinned. */
 static int all_pinned(const convoy__copy_t *copies, int n)
 {
     for (int i = 0; i < n; i++)
-        if (copies[i].dir != CONVOY__D2D && !(copies[i].flags & CONVOY__COPY_HOST_PINNED))
+        if (pageable_side(&copies[i]))
             return 0;
     return 1;
 }
@@ -377,7 +386,7 @@ static convoy_status_t copy_sm(convoy__cuda_dev_t *dev, cudaStream_t s,
     convoy__device_t *b = &dev->base;
     *done_p = 0;
     *fallback_p = 0;
-    if (!all_pinned(copies, n)) {
+    if (strict && !all_pinned(copies, n)) { /* auto chose sm only for all pinned */
         *fallback_p = 1;
         return CONVOY_SUCCESS;
     }
@@ -489,17 +498,17 @@ static int fallback_method(const convoy__cuda_dev_t *dev, const convoy__copy_t *
  */
 static int auto_method(const convoy__cuda_dev_t *dev, const convoy__copy_t *copies, int n)
 {
-    if (!all_pinned(copies, n))
-        return fallback_method(dev, copies, n);
+    size_t total = 0; /* one pass: the submission is walked again to describe it */
+    for (int i = 0; i < n; i++) {
+        if (pageable_side(&copies[i]))
+            return fallback_method(dev, copies, n);
+        total += copies[i].bytes;
+    }
     if (n == 1)
         return CONVOY__METHOD_LOOP;
-    if (has_method(dev, CONVOY__METHOD_SM) && n >= dev->sm_min_copies && n <= dev->ring_slots) {
-        size_t total = 0;
-        for (int i = 0; i < n; i++)
-            total += copies[i].bytes;
-        if (total / (size_t)n <= dev->sm_max_bytes)
-            return CONVOY__METHOD_SM;
-    }
+    if (has_method(dev, CONVOY__METHOD_SM) && n >= dev->sm_min_copies && n <= dev->ring_slots &&
+        total / (size_t)n <= dev->sm_max_bytes)
+        return CONVOY__METHOD_SM;
     return has_method(dev, CONVOY__METHOD_ENGINE) ? CONVOY__METHOD_ENGINE : CONVOY__METHOD_LOOP;
 }
 
