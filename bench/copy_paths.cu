@@ -34,6 +34,10 @@
  * status: 0, 1 when any submission failed or any data was wrong, 77 without a CUDA
  * device, 2 on bad options.
  *
+ * A comment line first gives the host cost of the runtime calls an SM submission makes
+ * (cudaSetDevice, cudaEventRecord, cudaEventQuery, a launch), so that host_us can be split
+ * into those and convoy's own work.
+ *
  * Options: --quick (fewer sizes, 10 repetitions), --reps N, --only-8k (the 8 KiB and
  * 1 KiB chunk configurations only); --convoy-* options go to convoy (e.g.
  * --convoy-cuda-sm-desc=device).
@@ -131,6 +135,8 @@ __global__ void __launch_bounds__(RAW_THREADS) raw_gather(const struct raw_desc 
             d.dst[i + 3 * stride] = e;
     }
 }
+
+__global__ void empty_kernel(void) {}
 
 static void die(const char *what, cudaError_t rc)
 {
@@ -316,6 +322,40 @@ static int verify(struct bench *b, int v, int count, unsigned char *host)
         }
     }
     return 1;
+}
+
+/* What the runtime calls that convoy's SM submission makes besides the launch cost on
+ * the host (median us of 200 each, on an idle stream): the part of host_us that is not
+ * convoy's own work. */
+static void host_calls(struct bench *b)
+{
+    enum { N = 200 };
+    static double t[4][N];
+    cudaEvent_t ev;
+    CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    for (int i = 0; i < N; i++) {
+        double t0 = now_us();
+        CK(cudaSetDevice(0));
+        double t1 = now_us();
+        CK(cudaEventRecord(ev, b->s));
+        double t2 = now_us();
+        CK(cudaEventSynchronize(ev));
+        double t3 = now_us();
+        CK(cudaEventQuery(ev));
+        double t4 = now_us();
+        empty_kernel<<<1, 32, 0, b->s>>>();
+        CK(cudaGetLastError());
+        double t5 = now_us();
+        CK(cudaStreamSynchronize(b->s));
+        t[0][i] = t1 - t0;
+        t[1][i] = t2 - t1;
+        t[2][i] = t4 - t3;
+        t[3][i] = t5 - t4;
+    }
+    CK(cudaEventDestroy(ev));
+    printf("# copy_paths host calls (us, median of %d): cudaSetDevice %.2f cudaEventRecord %.2f "
+           "cudaEventQuery %.2f launch %.2f\n",
+           N, median(t[0], N), median(t[1], N), median(t[2], N), median(t[3], N));
 }
 
 static void fmt(char *buf, size_t len, int have, double x)
@@ -544,6 +584,7 @@ int main(int argc, char **argv)
            b.dev->name, (b.dev->methods >> CONVOY__METHOD_ENGINE) & 1u ? " engine" : "",
            (b.dev->methods >> CONVOY__METHOD_SM) & 1u ? " sm" : "", " loop", b.reps, WARMUPS,
            CUDART_VERSION, desc_mode, overlap, eng_max);
+    host_calls(&b);
 
     for (int h2d = 1; h2d >= 0; h2d--)
         for (int c = 0; c < nchunks; c++)

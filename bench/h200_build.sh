@@ -26,3 +26,23 @@ h200_run() { echo "### $*" >>"$b"; timeout 60 "$@" >>"$b" 2>&1; echo "rc=$?" >>"
 # h200_spin N S: N busy loops for S seconds, in the background (doc/results.md: busy cores
 # keep the H200 host out of the state that makes tiny_tasks bimodal).
 h200_spin() { for k in $(seq "$1"); do timeout "$2" sh -c 'while :; do :; done' & done; }
+
+# h200_ab_setup ROOT: the A/B scripts' start. Records the machine, builds
+# .dev/convoy-base.tar.gz and .dev/convoy-new.tar.gz under ROOT (in parallel), sets BASE
+# and NEW to their trees and b to the bench log, exports CONVOY_DEVICES=cuda, and runs
+# the new tree's GPU tests unless GPU_TESTS=0 (their logs in $out/gpu-tests.log).
+h200_ab_setup() {
+    h200_machine
+    h200_build base .dev/convoy-base.tar.gz "$1" &
+    h200_build new .dev/convoy-new.tar.gz "$1" &
+    wait
+    BASE=$(echo "$1"/base/convoy-*)
+    NEW=$(echo "$1"/new/convoy-*)
+    export CONVOY_DEVICES=cuda
+    b="$out/bench.log"
+    if [ "${GPU_TESTS:-1}" != 0 ]; then
+        (cd "$NEW" && timeout 280 make -j16 check TESTS="tests/gpu_copy tests/gpu_tasks" >"$out/check.log" 2>&1; echo "gpu tests rc=$?")
+        grep -h -E "[0-9]+ passed" "$NEW"/tests/gpu_*.log | tail -3
+        cat "$NEW"/tests/gpu_*.log >"$out/gpu-tests.log" 2>/dev/null
+    fi
+}

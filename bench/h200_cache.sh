@@ -11,14 +11,7 @@ set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 w=/tmp/cache
 . "$(dirname "$0")/h200_build.sh"
-h200_machine
-h200_build base .dev/convoy-base.tar.gz "$w" &
-h200_build new .dev/convoy-new.tar.gz "$w" & wait
-BASE=$(echo $w/base/convoy-*); NEW=$(echo $w/new/convoy-*)
-export CONVOY_DEVICES=cuda
-b="$out/bench.log"
-(cd "$NEW" && timeout 280 make -j16 check TESTS="tests/gpu_copy tests/gpu_tasks" >"$out/check.log" 2>&1; echo "gpu tests rc=$?")
-grep -h -E "[0-9]+ passed" "$NEW"/tests/gpu_*.log | tail -3; cat "$NEW"/tests/gpu_*.log >"$out/gpu-tests.log" 2>/dev/null
+h200_ab_setup "$w"
 echo "### spinners: 4 busy loops from here" >>"$b"
 h200_spin 4 75
 for i in 1 2 3 4 5; do h200_run $BASE/bench/tiny_tasks; h200_run $NEW/bench/tiny_tasks; done
