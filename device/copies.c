@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "device/pipeline_impl.h"
+#include "src/bind.h"
 
 void convoy__stage_free(convoy__stage_t *s)
 {
@@ -56,6 +57,18 @@ int convoy__stage_alloc(convoy__stage_t *s, int cap)
 enum { BOUNCE_OFF = 0, BOUNCE_ON, BOUNCE_AUTO };
 
 #define BOUNCE_ALIGN 64 /* each copy's place in a block starts on a cache line */
+#define BOUNCE_AUTO_THREADS_MAX 7 /* 8 copiers: 45 GB/s on the H200 host (bench/host_costs) */
+
+/* pageable_bounce_threads -1: half the process's cores shared among the accelerators,
+ * less one (the progress thread copies too), at most BOUNCE_AUTO_THREADS_MAX. */
+static int bounce_auto_threads(convoy_context_t *ctx)
+{
+    hwloc_bitmap_t set = convoy__bind_process_set(ctx->topology);
+    int cores = set != NULL ? convoy__bind_core_count(ctx->topology, set) : 1;
+    hwloc_bitmap_free(set);
+    int n = cores / (2 * CONVOY__MAX(ctx->naccel, 1)) - 1;
+    return CONVOY__MAX(0, CONVOY__MIN(n, BOUNCE_AUTO_THREADS_MAX));
+}
 
 static void bounce_setup(convoy__pipe_t *p)
 {
@@ -70,6 +83,8 @@ static void bounce_setup(convoy__pipe_t *p)
         p->bounce_mode = BOUNCE_OFF;
     p->bounce_ready = 1;
     int threads = (int)convoy__param_int(&p->ctx->params, "pageable_bounce_threads");
+    if (threads < 0)
+        threads = bounce_auto_threads(p->ctx);
     /* Helpers poll between jobs as long as an idle CPU worker polls for tasks, and after a
      * ring's start as long as the polling worker does while an accelerator is busy. */
     uint64_t spin_ns = (uint64_t)(convoy__param_double(&p->ctx->params, "spin_us") * 1000.0);
@@ -77,8 +92,10 @@ static void bounce_setup(convoy__pipe_t *p)
         (uint64_t)(convoy__param_double(&p->ctx->params, "spin_busy_us") * 1000.0);
     if (p->bounce_mode != BOUNCE_OFF && threads > 0)
         p->gang = convoy__gang_new(threads, spin_ns, p->dev->name);
-    convoy__log_debug("%s: pageable bounce %s (copies up to %zu bytes, %zu bytes at once)",
-                      p->dev->name, mode, p->bounce_max, p->bounce_limit);
+    convoy__log_debug("%s: pageable bounce %s (copies up to %zu bytes, %zu bytes at once, %d "
+                      "memcpy helpers)",
+                      p->dev->name, mode, p->bounce_max, p->bounce_limit,
+                      p->gang != NULL ? threads : 0);
 }
 
 void convoy__bounce_put(convoy__pipe_t *p, convoy__bounce_t *b, int leak)
