@@ -56,18 +56,21 @@ int convoy__stage_alloc(convoy__stage_t *s, int cap)
 
 enum { BOUNCE_OFF = 0, BOUNCE_ON, BOUNCE_AUTO };
 
-#define BOUNCE_ALIGN 64 /* each copy's place in a block starts on a cache line */
+#define BOUNCE_ALIGN 64           /* each copy's place in a block starts on a cache line */
 #define BOUNCE_AUTO_THREADS_MAX 7 /* 8 copiers: 45 GB/s on the H200 host (bench/host_costs) */
 
-/* pageable_bounce_threads -1: half the process's cores shared among the accelerators,
- * less one (the progress thread copies too), at most BOUNCE_AUTO_THREADS_MAX. */
-static int bounce_auto_threads(convoy_context_t *ctx)
+int convoy__bounce_auto_threads(int cores, int naccel)
+{
+    int n = cores / (2 * CONVOY__MAX(naccel, 1)) - 1;
+    return CONVOY__MAX(0, CONVOY__MIN(n, BOUNCE_AUTO_THREADS_MAX));
+}
+
+static int process_cores(convoy_context_t *ctx)
 {
     hwloc_bitmap_t set = convoy__bind_process_set(ctx->topology);
     int cores = set != NULL ? convoy__bind_core_count(ctx->topology, set) : 1;
     hwloc_bitmap_free(set);
-    int n = cores / (2 * CONVOY__MAX(ctx->naccel, 1)) - 1;
-    return CONVOY__MAX(0, CONVOY__MIN(n, BOUNCE_AUTO_THREADS_MAX));
+    return cores;
 }
 
 static void bounce_setup(convoy__pipe_t *p)
@@ -84,12 +87,11 @@ static void bounce_setup(convoy__pipe_t *p)
     p->bounce_ready = 1;
     int threads = (int)convoy__param_int(&p->ctx->params, "pageable_bounce_threads");
     if (threads < 0)
-        threads = bounce_auto_threads(p->ctx);
+        threads = convoy__bounce_auto_threads(process_cores(p->ctx), p->ctx->naccel);
     /* Helpers poll between jobs as long as an idle CPU worker polls for tasks, and after a
      * ring's start as long as the polling worker does while an accelerator is busy. */
     uint64_t spin_ns = (uint64_t)(convoy__param_double(&p->ctx->params, "spin_us") * 1000.0);
-    p->gang_prime_ns =
-        (uint64_t)(convoy__param_double(&p->ctx->params, "spin_busy_us") * 1000.0);
+    p->gang_prime_ns = (uint64_t)(convoy__param_double(&p->ctx->params, "spin_busy_us") * 1000.0);
     if (p->bounce_mode != BOUNCE_OFF && threads > 0)
         p->gang = convoy__gang_new(threads, spin_ns, p->dev->name);
     convoy__log_debug("%s: pageable bounce %s (copies up to %zu bytes, %zu bytes at once, %d "
@@ -214,7 +216,6 @@ static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k
     }
     *b = (convoy__bounce_t){.block = block, .bytes = total};
     p->bounce_bytes += total;
-    p->bounced = 1;
     uint8_t pinned = convoy__host_is_pinned(p->ctx, block, total) ? CONVOY__COPY_HOST_PINNED : 0;
     char *at = block;
     int nspans = 0;
@@ -232,7 +233,7 @@ static convoy__bounce_t *bounce_sub(convoy__pipe_t *p, convoy__stage_t *s, int k
         c->flags |= pinned;
         at += bounce_round(c->bytes);
     }
-    convoy__gang_copy(p->gang, p->spans, nspans, CONVOY__BOUNCE_GANG_MIN);
+    p->bounced |= convoy__gang_copy(p->gang, p->spans, nspans, CONVOY__BOUNCE_GANG_MIN);
     return b;
 }
 

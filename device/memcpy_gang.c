@@ -24,7 +24,8 @@
 
 struct convoy__gang {
     pthread_mutex_t lock;
-    pthread_cond_t go; /* helpers: a new job, or stop */
+    pthread_cond_t go;   /* helpers: a new job, or stop */
+    pthread_cond_t done; /* the poster, when it sleeps: the job's last span is copied */
     pthread_t *threads;
     int nthreads;
     uint64_t spin_ns;
@@ -35,6 +36,7 @@ struct convoy__gang {
     atomic_uint_fast64_t gen;  /* jobs posted (written under lock) */
     atomic_uint_fast64_t take; /* (gen << 32) | next span to take */
     atomic_int copied;         /* spans of the current job copied */
+    int poster_sleeps;         /* the poster waits on done (under lock) */
     atomic_int stop;
     atomic_uint_fast64_t primed_until; /* CLOCK_MONOTONIC ns: helpers poll until then */
 };
@@ -43,10 +45,26 @@ static void relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
 #endif
 }
 
-/* Take and copy spans of generation gen until none is left, or the job is another's. */
+/* One more span of the job copied; the last one wakes a poster that went to sleep. */
+static void span_copied(convoy__gang_t *g, int n)
+{
+    if (atomic_fetch_add_explicit(&g->copied, 1, memory_order_release) + 1 < n)
+        return;
+    pthread_mutex_lock(&g->lock);
+    if (g->poster_sleeps)
+        pthread_cond_signal(&g->done);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Take and copy spans of generation gen until none is left, or the job is another's.
+ * Only the generation's low 32 bits are compared: a helper would have to be held off its
+ * core between reading its job and its first swap for 2^32 - 1 later jobs exactly to
+ * take a span of another with its own job's spans. */
 static void take_spans(convoy__gang_t *g, uint64_t gen, const convoy__span_t *spans, int n)
 {
     uint64_t w = atomic_load_explicit(&g->take, memory_order_acquire);
@@ -56,7 +74,7 @@ static void take_spans(convoy__gang_t *g, uint64_t gen, const convoy__span_t *sp
             continue; /* w now holds the word's current value */
         const convoy__span_t *s = &spans[(uint32_t)w];
         memcpy(s->dst, s->src, s->bytes);
-        atomic_fetch_add_explicit(&g->copied, 1, memory_order_release);
+        span_copied(g, n);
         w = atomic_load_explicit(&g->take, memory_order_acquire);
     }
 }
@@ -126,6 +144,7 @@ convoy__gang_t *convoy__gang_new(int nthreads, uint64_t spin_ns, const char *wha
     }
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->go, NULL);
+    pthread_cond_init(&g->done, NULL);
     g->spin_ns = spin_ns;
     atomic_init(&g->gen, 0);
     atomic_init(&g->take, 0);
@@ -158,6 +177,7 @@ void convoy__gang_free(convoy__gang_t *g)
     pthread_mutex_unlock(&g->lock);
     for (int i = 0; i < g->nthreads; i++)
         pthread_join(g->threads[i], NULL);
+    pthread_cond_destroy(&g->done);
     pthread_cond_destroy(&g->go);
     pthread_mutex_destroy(&g->lock);
     free(g->threads);
@@ -177,7 +197,7 @@ void convoy__gang_prime(convoy__gang_t *g, uint64_t ns)
     pthread_mutex_unlock(&g->lock);
 }
 
-void convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, size_t min_bytes)
+int convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, size_t min_bytes)
 {
     size_t total = 0;
     for (int i = 0; i < n && total < min_bytes; i++)
@@ -185,7 +205,7 @@ void convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, si
     if (g == NULL || n < 2 || total < min_bytes) {
         for (int i = 0; i < n; i++)
             memcpy(spans[i].dst, spans[i].src, spans[i].bytes);
-        return;
+        return 0;
     }
     pthread_mutex_lock(&g->lock);
     uint64_t gen = atomic_load_explicit(&g->gen, memory_order_relaxed) + 1;
@@ -200,11 +220,20 @@ void convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, si
         pthread_cond_broadcast(&g->go);
     pthread_mutex_unlock(&g->lock);
     take_spans(g, gen, spans, n);
-    /* Every span is taken: what is left is at most one span per helper, in its memcpy. */
+    /* Every span is taken: what is left is at most one span per helper, in its memcpy,
+     * a microsecond for 8 KiB. A helper taken off its core mid-copy makes the wait
+     * longer: then the poster sleeps until the last span's copier wakes it. */
     for (int i = 1; atomic_load_explicit(&g->copied, memory_order_acquire) < n; i++) {
-        if (i >= 1024)
-            sched_yield(); /* a helper was preempted mid-copy */
-        else
+        if (i < 4096) {
             relax();
+            continue;
+        }
+        pthread_mutex_lock(&g->lock);
+        g->poster_sleeps = 1;
+        while (atomic_load_explicit(&g->copied, memory_order_acquire) < n)
+            pthread_cond_wait(&g->done, &g->lock);
+        g->poster_sleeps = 0;
+        pthread_mutex_unlock(&g->lock);
     }
+    return 1;
 }

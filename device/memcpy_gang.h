@@ -37,8 +37,9 @@ void convoy__gang_prime(convoy__gang_t *g, uint64_t ns);
 /*
  * Copy spans[0..n) and return when all are copied: the caller and the helpers awake
  * take spans in turn (a helper still waking joins late or not at all). With g NULL, or fewer than min_bytes in all, the caller copies alone
- * (waking helpers costs more than a small job). No two spans may overlap.
+ * (waking helpers costs more than a small job). No two spans may overlap. Returns 1 when
+ * the helpers were asked, 0 when the caller copied alone.
  */
-void convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, size_t min_bytes);
+int convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, size_t min_bytes);
 
 #endif /* CONVOY_MEMCPY_GANG_H */

@@ -238,7 +238,7 @@ typedef struct convoy__pipe {
     convoy__bounce_t *bounces; /* stage-in blocks until their copies have landed */
     convoy__gang_t *gang;      /* pageable_bounce_threads helpers (NULL: none) */
     uint64_t gang_prime_ns;    /* how long a ring's start keeps them polling */
-    int bounced;               /* a block was made since the last ring's start */
+    int bounced;               /* the gang had a job since the last ring's start */
     convoy__span_t *spans;     /* one job's memcpys, reused */
     int spans_cap;
     uint64_t poll_ns;
@@ -310,9 +310,13 @@ void convoy__bounce_put(convoy__pipe_t *p, convoy__bounce_t *b, int leak);
 void convoy__bounce_drop(convoy__pipe_t *p);
 /* Room for n spans in p->spans; 0, or -1 when out of host memory. */
 int convoy__bounce_spans(convoy__pipe_t *p, int n);
-/* A ring of tasks starts: when the last one bounced, this one likely will too, once its
- * memory is reserved, so the memcpy helpers are woken now to be polling by then. */
+/* A ring of tasks starts: when the gang had a job since the last one, this one likely
+ * gives it one too, once its memory is reserved, so the memcpy helpers are woken now to
+ * be polling by then. */
 void convoy__bounce_expect(convoy__pipe_t *p);
+/* pageable_bounce_threads -1: half of cores shared among naccel accelerators, less one
+ * (the progress thread copies too), at most 7 (8 copiers: 45 GB/s on the H200 host). */
+int convoy__bounce_auto_threads(int cores, int naccel);
 /* Jobs of fewer bytes are copied by the progress thread alone: waking helpers costs
  * microseconds, which 256 KiB of memcpy (tens of us) hides. */
 #define CONVOY__BOUNCE_GANG_MIN ((size_t)256 << 10)

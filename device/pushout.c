@@ -53,7 +53,7 @@ static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
                     .dst = c->data->host, .src = c->bounce, .bytes = c->data->bytes};
             c->bounce = NULL;
         }
-        convoy__gang_copy(p->gang, p->spans, n, CONVOY__BOUNCE_GANG_MIN);
+        p->bounced |= convoy__gang_copy(p->gang, p->spans, n, CONVOY__BOUNCE_GANG_MIN);
     }
     for (int i = 0; i < b->n; i++) {
         b->copies[i]->out_ev = NULL;

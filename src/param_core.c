@@ -148,7 +148,7 @@ const convoy__param_def_t convoy__core_params[] = {
      .max = 64,
      .doc = "helper threads per accelerator that share the bounce's memcpy of a submission "
             "(256 KiB or more) with its progress thread; they poll spin_us after a job, and "
-            "up to spin_busy_us from the start of a ring that follows a bounced one "
+            "up to spin_busy_us from the start of a ring after one whose bounce they shared "
             "(doc/cuda.md); 0: the progress thread alone; -1: half the process's cores "
             "shared among the accelerators, less one, at most 7 (7 with one GPU on the "
             "16-core H200 host, where 8 threads copy 45 GB/s and 4 22.6: doc/results.md)"},

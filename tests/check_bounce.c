@@ -28,6 +28,7 @@
 #include "convoy.h"
 #include "device/device.h"
 #include "device/memcpy_gang.h"
+#include "device/pipeline_impl.h"
 #include "device/sim/sim.h"
 #include "src/context.h"
 #include "tests/test_util.h"
@@ -445,24 +446,32 @@ START_TEST(test_gang_copies_every_span)
      * poll between jobs (_i 1), sleep at once and so mostly wake after their job is over,
      * or after a newer one began (_i 0: a late helper must take nothing of a job that is
      * not its own), or sleep at once but are primed before every other job (_i 2: woken
-     * by the prime, polling, or asleep again when its 50 us are over). */
+     * by the prime, polling, or asleep again when its 50 us are over). Each job's spans
+     * are an allocation of their own, freed when the call returns (then 20000 jobs of a
+     * few small spans, over before most helpers arrive), and every destination
+     * slot is checked, those past the job's too: a helper copying with an old job's spans
+     * writes a slot it should not, or reads freed memory (which the sanitizer builds
+     * report). */
     convoy__gang_t *g = convoy__gang_new(3, _i == 1 ? 20000000u : 0, "check_bounce");
     ck_assert_ptr_nonnull(g);
     unsigned char *src = malloc((size_t)GANG_SPANS * GANG_MAX_SPAN);
     unsigned char *dst = malloc((size_t)GANG_SPANS * (GANG_MAX_SPAN + 64));
     ck_assert(src != NULL && dst != NULL);
-    convoy__span_t spans[GANG_SPANS];
     uint64_t rng = 12345;
     for (int job = 0; job < 400; job++) {
         int n = 2 + (int)(gang_rand(&rng) % (GANG_SPANS - 1));
+        convoy__span_t *spans = malloc((size_t)n * sizeof(*spans));
+        ck_assert_ptr_nonnull(spans);
         memset(dst, 0xee, (size_t)GANG_SPANS * (GANG_MAX_SPAN + 64));
+        /* Spans in a rotating order, so that a stale span's slot is another's. */
         for (int i = 0; i < n; i++) {
             size_t bytes = 1 + gang_rand(&rng) % GANG_MAX_SPAN;
             unsigned char *s = src + (size_t)i * GANG_MAX_SPAN;
             for (size_t b = 0; b < bytes; b++)
                 s[b] = (unsigned char)(job * 31 + i * 7 + b);
+            int slot = (i + job) % GANG_SPANS;
             spans[i] = (convoy__span_t){
-                .dst = dst + (size_t)i * (GANG_MAX_SPAN + 64), .src = s, .bytes = bytes};
+                .dst = dst + (size_t)slot * (GANG_MAX_SPAN + 64), .src = s, .bytes = bytes};
         }
         if (_i == 2 && job % 2 == 0)
             convoy__gang_prime(g, 50000);
@@ -472,6 +481,31 @@ START_TEST(test_gang_copies_every_span)
             ck_assert_msg(memcmp(d, spans[i].src, spans[i].bytes) == 0, "job %d span %d", job, i);
             ck_assert_msg(d[spans[i].bytes] == 0xee, "job %d span %d: a byte past its end", job, i);
         }
+        for (int i = n; i < GANG_SPANS; i++) {
+            const unsigned char *d = dst + (size_t)((i + job) % GANG_SPANS) * (GANG_MAX_SPAN + 64);
+            ck_assert_msg(d[0] == 0xee, "job %d: slot of no span of it written", job);
+        }
+        free(spans);
+    }
+    /* Then 20000 jobs of 2-5 spans of 64 bytes, over as soon as posted: the helpers mostly
+     * arrive after their job, often during the next. */
+    for (int job = 0; job < 20000; job++) {
+        int n = 2 + job % 4;
+        convoy__span_t *spans = malloc((size_t)n * sizeof(*spans));
+        ck_assert_ptr_nonnull(spans);
+        for (int i = 0; i < n; i++) {
+            int slot = (i + job) % GANG_SPANS;
+            unsigned char *d = dst + (size_t)slot * (GANG_MAX_SPAN + 64);
+            memset(d, 0xee, 64);
+            memset(src + (size_t)i * GANG_MAX_SPAN, job + i, 64);
+            spans[i] =
+                (convoy__span_t){.dst = d, .src = src + (size_t)i * GANG_MAX_SPAN, .bytes = 64};
+        }
+        convoy__gang_copy(g, spans, n, 0);
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(((unsigned char *)spans[i].dst)[63] == (unsigned char)(job + i),
+                          "small job %d span %d", job, i);
+        free(spans);
     }
     convoy__gang_free(g);
     free(src);
@@ -479,11 +513,26 @@ START_TEST(test_gang_copies_every_span)
 }
 END_TEST
 
+START_TEST(test_auto_threads)
+{
+    /* Proves: pageable_bounce_threads -1 gives half the cores shared among the
+     * accelerators, less one, within 0..7: 7 with one GPU on 16 cores, none on 2. */
+    ck_assert_int_eq(convoy__bounce_auto_threads(16, 1), 7);
+    ck_assert_int_eq(convoy__bounce_auto_threads(64, 1), 7);
+    ck_assert_int_eq(convoy__bounce_auto_threads(16, 2), 3);
+    ck_assert_int_eq(convoy__bounce_auto_threads(8, 1), 3);
+    ck_assert_int_eq(convoy__bounce_auto_threads(2, 1), 0);
+    ck_assert_int_eq(convoy__bounce_auto_threads(1, 1), 0);
+    ck_assert_int_eq(convoy__bounce_auto_threads(128, 8), 7);
+    ck_assert_int_eq(convoy__bounce_auto_threads(4, 0), 1); /* no accelerator counted: one */
+}
+END_TEST
+
 START_TEST(test_gang_small_or_none_copies_alone)
 {
     /* Proves: without a gang, or with a job below min_bytes, the caller copies every
-     * span itself; a gang freed with its helpers asleep, never used, or primed to poll
-     * for a second, stops at once (the suite's timeout would catch a hang). */
+     * span itself and says so; a gang freed with its helpers asleep, never used, or
+     * primed to poll for 10 s, stops without waiting the prime out. */
     unsigned char a[3][100], b[3][100];
     convoy__span_t spans[3];
     for (int i = 0; i < 3; i++) {
@@ -491,19 +540,27 @@ START_TEST(test_gang_small_or_none_copies_alone)
         memset(b[i], 0, sizeof(b[i]));
         spans[i] = (convoy__span_t){.dst = b[i], .src = a[i], .bytes = sizeof(a[i])};
     }
-    convoy__gang_copy(NULL, spans, 3, 0);
+    ck_assert_int_eq(convoy__gang_copy(NULL, spans, 3, 0), 0);
     ck_assert(memcmp(a, b, sizeof(a)) == 0);
     convoy__gang_t *g = convoy__gang_new(2, 0, "check_bounce");
     ck_assert_ptr_nonnull(g);
     memset(b, 0, sizeof(b));
-    convoy__gang_copy(g, spans, 3, 1u << 20);
+    ck_assert_int_eq(convoy__gang_copy(g, spans, 3, 1u << 20), 0);
+    ck_assert(memcmp(a, b, sizeof(a)) == 0);
+    memset(b, 0, sizeof(b));
+    ck_assert_int_eq(convoy__gang_copy(g, spans, 3, 0), 1); /* the helpers were asked */
     ck_assert(memcmp(a, b, sizeof(a)) == 0);
     convoy__gang_free(g);
     convoy__gang_free(convoy__gang_new(4, 1000000u, "check_bounce"));
-    g = convoy__gang_new(2, 0, "check_bounce"); /* freed while primed for a second */
+    g = convoy__gang_new(2, 0, "check_bounce"); /* freed while primed for 10 s */
     ck_assert_ptr_nonnull(g);
-    convoy__gang_prime(g, 1000000000u);
+    convoy__gang_prime(g, 10000000000ull);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     convoy__gang_free(g);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    ck_assert_msg(secs < 5, "gang_free waited %.1f s for primed helpers", secs);
     convoy__gang_prime(NULL, 1000);
     convoy__gang_free(NULL);
 }
@@ -525,6 +582,7 @@ static Suite *suite(void)
     TCase *tg = tu_tcase(s, "gang", 60);
     tcase_add_loop_test(tg, test_gang_copies_every_span, 0, 3);
     tcase_add_test(tg, test_gang_small_or_none_copies_alone);
+    tcase_add_test(tg, test_auto_threads);
     return s;
 }
 

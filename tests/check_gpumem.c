@@ -346,7 +346,8 @@ START_TEST(slab_blocks)
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)big + DEV_TAG);
     ck_assert(!convoy__hostslab_map_locked(hs, a, MIB + 1, &dev_p, NULL));
     /* With a hint: a hit in the hinted slab, a miss there that finds the other slab and
-     * becomes the hint, a range the hint holds only in part is looked up and refused. */
+     * becomes the hint, a range the hint holds only in part is looked up and refused
+     * (the hint stays), and a range of the first slab again is found by search. */
     const convoy__arena_region_t *last = NULL;
     ck_assert(convoy__hostslab_map_locked(hs, b + 10, 100, &dev_p, &last));
     const convoy__arena_region_t *first = last;
@@ -357,7 +358,11 @@ START_TEST(slab_blocks)
     ck_assert(convoy__hostslab_map_locked(hs, big + 64, 64, &dev_p, &last));
     ck_assert_ptr_ne(last, first);
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(big + 64) + DEV_TAG);
+    const convoy__arena_region_t *second = last;
     ck_assert(!convoy__hostslab_map_locked(hs, big, 5 * MIB, &dev_p, &last));
+    ck_assert_ptr_eq(last, second); /* a refusal leaves the hint */
+    ck_assert(convoy__hostslab_map_locked(hs, b + 300, 8, &dev_p, &last)); /* back, by search */
+    ck_assert_ptr_eq(last, first);
     convoy__hostslab_unlock(hs);
 
     convoy__hostslab_free(&fake_slab_ops, NULL, b);
