@@ -47,6 +47,7 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-01-eve8-bounce.log \
 	doc/results/h200-2026-12-01-bounce.log \
 	doc/results/h200-2026-12-01-latency.log \
+	doc/results/h200-2026-12-01-final.log \
 	doc/results/h200-2026-12-01-night-final.log \
 	doc/results/h200-2026-12-01-night-ab.log \
 	doc/results/h200-2026-12-01-night-scale.log \
