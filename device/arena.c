@@ -302,8 +302,7 @@ const convoy__arena_region_t *convoy__arena_find(const convoy__arena_t *a, const
     if (hit < 0)
         return NULL;
     const convoy__arena_region_t *r = &a->regions[hit]->pub;
-    size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->base);
-    return off < r->size && bytes <= r->size - off ? r : NULL;
+    return convoy__arena_region_holds(r, p, bytes) ? r : NULL;
 }
 
 int convoy__arena_region_count(const convoy__arena_t *a)

@@ -23,16 +23,6 @@ typedef struct convoy__arena_region {
     size_t used; /* bytes allocated in it, rounded to the alignment */
 } convoy__arena_region_t;
 
-/* 1 when [p, p + bytes) lies in r (r may be NULL: 0). */
-static inline int convoy__arena_region_holds(const convoy__arena_region_t *r, const void *p,
-                                             size_t bytes)
-{
-    if (r == NULL || (uintptr_t)p < (uintptr_t)r->base)
-        return 0;
-    size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->base);
-    return off < r->size && bytes <= r->size - off;
-}
-
 /* A new empty arena whose allocations are multiples of align bytes and start on
  * align-byte boundaries (align: a power of two; regions must start aligned). NULL when
  * out of host memory. */
@@ -61,6 +51,31 @@ size_t convoy__arena_free(convoy__arena_t *a, void *ptr);
 /* The region holding all of [ptr, ptr + bytes), or NULL. O(log regions). */
 const convoy__arena_region_t *convoy__arena_find(const convoy__arena_t *a, const void *ptr,
                                                  size_t bytes);
+
+/* 1 when [p, p + bytes) lies in r (r may be NULL: 0). */
+static inline int convoy__arena_region_holds(const convoy__arena_region_t *r, const void *p,
+                                             size_t bytes)
+{
+    if (r == NULL || (uintptr_t)p < (uintptr_t)r->base)
+        return 0;
+    size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->base);
+    return off < r->size && bytes <= r->size - off;
+}
+
+/* convoy__arena_find that tries *hint first (NULL: none) and makes a found region the
+ * hint: a caller walking many ranges that mostly share a region (a submission's copies)
+ * skips the search. */
+static inline const convoy__arena_region_t *
+convoy__arena_find_hinted(const convoy__arena_t *a, const void *p, size_t bytes,
+                          const convoy__arena_region_t **hint)
+{
+    if (convoy__arena_region_holds(*hint, p, bytes))
+        return *hint;
+    const convoy__arena_region_t *r = convoy__arena_find(a, p, bytes);
+    if (r != NULL)
+        *hint = r;
+    return r;
+}
 
 /* Regions by index (0 .. count - 1), in address order, for the owner's teardown. */
 int convoy__arena_region_count(const convoy__arena_t *a);

@@ -124,14 +124,11 @@ void convoy__hostslab_unlock(convoy__hostslab_t *hs)
 int convoy__hostslab_map_locked(convoy__hostslab_t *hs, const void *p, size_t bytes, void **dev_p,
                                 const convoy__arena_region_t **last_p)
 {
-    const convoy__arena_region_t *r = last_p != NULL ? *last_p : NULL;
-    if (!convoy__arena_region_holds(r, p, bytes)) {
-        r = convoy__arena_find(hs->arena, p, bytes);
-        if (r == NULL)
-            return 0;
-        if (last_p != NULL)
-            *last_p = r;
-    }
+    const convoy__arena_region_t *none = NULL;
+    const convoy__arena_region_t *r =
+        convoy__arena_find_hinted(hs->arena, p, bytes, last_p != NULL ? last_p : &none);
+    if (r == NULL)
+        return 0;
     *dev_p = (char *)r->tag + ((uintptr_t)p - (uintptr_t)r->base);
     return 1;
 }

@@ -288,13 +288,7 @@ enum {
 static int in_pool(convoy__cuda_dev_t *dev, const void *p, size_t bytes,
                    const convoy__arena_region_t **last_p)
 {
-    if (convoy__arena_region_holds(*last_p, p, bytes))
-        return 1;
-    const convoy__arena_region_t *r = convoy__arena_find(dev->pool.arena, p, bytes);
-    if (r == NULL)
-        return 0;
-    *last_p = r;
-    return 1;
+    return convoy__arena_find_hinted(dev->pool.arena, p, bytes, last_p) != NULL;
 }
 
 /* The slab and pool chunk of a submission's last hits, tried first. */
