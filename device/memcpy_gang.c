@@ -41,15 +41,6 @@ struct convoy__gang {
     atomic_uint_fast64_t primed_until; /* CLOCK_MONOTONIC ns: helpers poll until then */
 };
 
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
 /* One more span of the job copied; the last one wakes a poster that went to sleep. */
 static void span_copied(convoy__gang_t *g, int n)
 {
@@ -102,7 +93,7 @@ static uint64_t next_job(convoy__gang_t *g, uint64_t seen, const convoy__span_t 
                     now >= atomic_load_explicit(&g->primed_until, memory_order_relaxed))
                     break;
             }
-            relax();
+            convoy__cpu_relax();
         }
         pthread_mutex_lock(&g->lock);
         /* The deadline again under the lock: a prime that saw no sleeper, because this
@@ -225,7 +216,7 @@ int convoy__gang_copy(convoy__gang_t *g, const convoy__span_t *spans, int n, siz
      * longer: then the poster sleeps until the last span's copier wakes it. */
     for (int i = 1; atomic_load_explicit(&g->copied, memory_order_acquire) < n; i++) {
         if (i < 4096) {
-            relax();
+            convoy__cpu_relax();
             continue;
         }
         pthread_mutex_lock(&g->lock);

@@ -341,9 +341,7 @@ static void *progress_main(void *arg)
             if (p->dev->ops->idle_wait == NULL && now - p->idle_since < p->spin_ns) {
                 /* Poll again at once: the next step of a task's way is microseconds off,
                  * and a sleep would add the kernel's timer slack to it. */
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
+                convoy__cpu_relax();
                 prof_mark(p, CONVOY__PROF_IDLE, &t0);
                 continue;
             }

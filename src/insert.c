@@ -120,11 +120,8 @@ static convoy_status_t track_flow(convoy_context_t *ctx, convoy__task_t *t, conv
 void convoy__data_dep_lock(convoy_data_t *d)
 {
     while (atomic_exchange_explicit(&d->dep_lock, 1, memory_order_acquire) != 0) {
-        while (atomic_load_explicit(&d->dep_lock, memory_order_relaxed) != 0) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
+        while (atomic_load_explicit(&d->dep_lock, memory_order_relaxed) != 0)
+            convoy__cpu_relax();
     }
 }
 

@@ -99,6 +99,17 @@ static inline uint64_t convoy__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* One pass of a busy-wait: tells the core it spins (x86 pause, arm64 yield), so that a
+ * sibling hyperthread gets the pipeline and the spin does not flood the memory system. */
+static inline void convoy__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
 /* Sleep until an absolute CLOCK_MONOTONIC time (returns at once when it has passed). */
 void convoy__sleep_until_ns(uint64_t deadline_ns);
 

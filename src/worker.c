@@ -196,10 +196,8 @@ static void queue_spin(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t
         }
         if (yielding)
             sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
         else
-            __builtin_ia32_pause();
-#endif
+            convoy__cpu_relax();
     }
 }
 
