@@ -54,6 +54,32 @@ int convoy__devmem_dirty(const convoy__devmem_t *dm, const convoy__devcopy_t *c)
     return c->version == v && on == dm->dev->index;
 }
 
+void convoy__devmem_note_written(convoy__devmem_t *dm, convoy__devcopy_t *c)
+{
+    if (c->on_written)
+        return;
+    c->on_written = 1;
+    c->written_prev = NULL;
+    c->written_next = dm->written;
+    if (dm->written != NULL)
+        dm->written->written_prev = c;
+    dm->written = c;
+}
+
+void convoy__devmem_unnote_written(convoy__devmem_t *dm, convoy__devcopy_t *c)
+{
+    if (!c->on_written)
+        return;
+    if (c->written_prev != NULL)
+        c->written_prev->written_next = c->written_next;
+    else
+        dm->written = c->written_next;
+    if (c->written_next != NULL)
+        c->written_next->written_prev = c->written_prev;
+    c->on_written = 0;
+    c->written_prev = c->written_next = NULL;
+}
+
 static void lru_remove(convoy__devmem_t *dm, convoy__devcopy_t *c)
 {
     convoy__devlru_t *l = &dm->lru[c->lru_list];
@@ -104,6 +130,7 @@ static void lru_append(convoy__devmem_t *dm, convoy__devcopy_t *c)
  * another size needs the memory). */
 static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c, int keep)
 {
+    convoy__devmem_unnote_written(dm, c);
     if (c->all_prev != NULL)
         c->all_prev->all_next = c->all_next;
     else

@@ -41,8 +41,10 @@ typedef struct convoy__devcopy {
     int evicting;               /* freed when its pushout lands, unless in use again */
     int evict_failures;         /* eviction pushouts of it that failed */
     int lru_list;               /* which LRU holds it while unused: CONVOY__LRU_* */
-    struct convoy__devcopy *lru_prev, *lru_next; /* that LRU while users == 0; dm->pinned */
-    struct convoy__devcopy *all_prev, *all_next; /* every copy of the device: dm->all */
+    struct convoy__devcopy *lru_prev, *lru_next;         /* that LRU while users == 0; dm->pinned */
+    struct convoy__devcopy *all_prev, *all_next;         /* every copy of the device: dm->all */
+    struct convoy__devcopy *written_prev, *written_next; /* dm->written, while on_written */
+    int on_written;
 } convoy__devcopy_t;
 
 /*
@@ -71,13 +73,15 @@ typedef struct convoy__devkept {
 typedef struct convoy__devmem {
     convoy__device_t *dev;
     convoy__devlru_t lru[CONVOY__LRU_LISTS];
-    convoy__devcopy_t *pinned; /* kept out of use (lru_next links them) */
-    convoy__devkept_t *kept;   /* buffers kept out of use, not copies' */
-    convoy__devcopy_t *all;    /* every copy (all_next links them) */
-    convoy__devcopy_t *spare;  /* freed copy records, for reuse (all_next) */
-    int nspare;                /* how many (at most CONVOY__DEVMEM_SPARES) */
-    convoy__devcache_t cache;  /* freed small buffers, for reuse (devcache.h) */
-    size_t bytes_in_use;       /* copies' and buffers' bytes (not the cache's) */
+    convoy__devcopy_t *pinned;  /* kept out of use (lru_next links them) */
+    convoy__devkept_t *kept;    /* buffers kept out of use, not copies' */
+    convoy__devcopy_t *all;     /* every copy (all_next links them) */
+    convoy__devcopy_t *written; /* copies a task wrote here since they were last seen
+                                   clean: every dirty copy is one (written_next) */
+    convoy__devcopy_t *spare;   /* freed copy records, for reuse (all_next) */
+    int nspare;                 /* how many (at most CONVOY__DEVMEM_SPARES) */
+    convoy__devcache_t cache;   /* freed small buffers, for reuse (devcache.h) */
+    size_t bytes_in_use;        /* copies' and buffers' bytes (not the cache's) */
     uint64_t evictions;
 } convoy__devmem_t;
 
@@ -89,6 +93,12 @@ void convoy__devmem_fini(convoy__devmem_t *dm);
 
 /* Does c hold its datum's newest version, which no other place holds (dirty)? */
 int convoy__devmem_dirty(const convoy__devmem_t *dm, const convoy__devcopy_t *c);
+
+/* A task running here wrote c (it may be dirty from now on): a flush-all walks only the
+ * copies so noted, not every copy of the device. */
+void convoy__devmem_note_written(convoy__devmem_t *dm, convoy__devcopy_t *c);
+/* Take c off dm->written: a walk found it clean, with no pushout in flight. */
+void convoy__devmem_unnote_written(convoy__devmem_t *dm, convoy__devcopy_t *c);
 
 /*
  * Take data's copy for one more user, allocating it if there is none; on NOMEM, free

@@ -113,6 +113,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
             if (ok) {
                 c->version = convoy__coh_version(d) + 1;
                 c->writer_id = t->id + 1;
+                convoy__devmem_note_written(&p->mem, c);
             }
         }
         m->fresh[f] = NULL;

@@ -23,6 +23,7 @@ EXTRA_DIST += \
 	doc/results/plot.sh \
 	doc/results/h200-2026-12-02-hostcopies.log \
 	doc/results/h200-2026-12-02-prefetch.log \
+	doc/results/h200-2026-12-02-written.log \
 	doc/results/h200-2026-12-01-run2-bench.log \
 	doc/results/h200-2026-12-01-run3-bench.log \
 	doc/results/h200-2026-12-01-run5-bench.log \

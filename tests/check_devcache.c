@@ -18,6 +18,7 @@
 #include "device/devcache.h"
 #include "device/device.h"
 #include "device/pipeline.h"
+#include "device/pipeline_impl.h"
 #include "device/sim/sim.h"
 #include "src/context.h"
 #include "tests/test_util.h"
@@ -171,6 +172,83 @@ static convoy__sim_counters_t counters(env_t *e)
     return c;
 }
 
+static int peek_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    return 0;
+}
+
+static int written_copies(const convoy__device_t *dev)
+{
+    int n = 0;
+    const convoy__pipe_t *p = dev->pipeline;
+    for (const convoy__devcopy_t *c = p->mem.written; c != NULL; c = c->written_next)
+        n++;
+    return n;
+}
+
+static int all_copies(const convoy__device_t *dev)
+{
+    int n = 0;
+    const convoy__pipe_t *p = dev->pipeline;
+    for (const convoy__devcopy_t *c = p->mem.all; c != NULL; c = c->all_next)
+        n++;
+    return n;
+}
+
+/* A wait's flush-all walks only the copies tasks wrote on the device, not the ones they
+ * only read: after 40 tasks that read a datum each and 24 that write one, 64 copies are
+ * on the device and 24 on its list of written copies; the wait brings the 24 results
+ * home intact, and a second round that writes 8 of them again brings those home too
+ * (a copy found clean leaves the list; written again, it joins it again). */
+START_TEST(flush_walks_only_written_copies)
+{
+    enum { W = 24, R = 40 };
+    const size_t bytes = 4096;
+    env_t e;
+    env_init(&e, "1G", "1G");
+    convoy_class_t *peek;
+    convoy_access_t ro = CONVOY_READ;
+    ck_assert_int_eq(convoy_class_new(e.ctx, "peek", 1, &ro, CONVOY_CLASS_BATCHABLE, &peek), 0);
+    ck_assert_int_eq(convoy_class_set_chore(peek, CONVOY_DEVICE_SIM, peek_chore), 0);
+    static uint32_t *buf[W + R];
+    static convoy_data_t *d[W + R];
+    for (int i = 0; i < W + R; i++) {
+        buf[i] = calloc(1, bytes);
+        ck_assert_ptr_nonnull(buf[i]);
+        ck_assert_int_eq(convoy_data_new(e.ctx, buf[i], bytes, &d[i]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_task_insert(e.ctx, i < W ? e.add : peek, NULL, 0, &d[i]),
+                         CONVOY_SUCCESS);
+    }
+    convoy__wait_quiet(e.ctx); /* done, nothing pushed home yet */
+    ck_assert_int_eq(all_copies(e.dev), W + R);
+    ck_assert_int_eq(written_copies(e.dev), W);
+    ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
+    for (int round = 1; round <= 2; round++) {
+        for (int i = 0; i < W + R; i++) {
+            uint32_t want = i >= W ? 0 : round == 2 && i < 8 ? 2 : 1;
+            ck_assert_int_eq(convoy_data_acquire(d[i], CONVOY_READ), CONVOY_SUCCESS);
+            for (size_t k = 0; k < bytes / sizeof(uint32_t); k++)
+                ck_assert_msg(buf[i][k] == want, "round %d: datum %d word %zu is %u, not %u", round,
+                              i, k, buf[i][k], want);
+        }
+        if (round == 2)
+            break;
+        for (int i = 0; i < 8; i++)
+            ck_assert_int_eq(convoy_task_insert(e.ctx, e.add, NULL, 0, &d[i]), CONVOY_SUCCESS);
+        convoy__wait_quiet(e.ctx);
+        ck_assert_int_le(written_copies(e.dev), W);
+        ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
+    }
+    for (int i = 0; i < W + R; i++)
+        convoy_data_free(d[i]);
+    convoy_fini(e.ctx);
+    for (int i = 0; i < W + R; i++)
+        free(buf[i]);
+}
+END_TEST
+
 /* The copies of freed data serve the next round of their size: no device allocation,
  * and every result intact. */
 START_TEST(freed_copies_serve_next_data)
@@ -310,6 +388,7 @@ static Suite *suite(void)
     tcase_add_test(tc, other_size_gets_cached_memory);
     tcase_add_test(tc, cache_off_keeps_nothing);
     tcase_add_loop_test(tc, unproven_transfer_memory_not_reused, 0, 4);
+    tcase_add_test(tc, flush_walks_only_written_copies);
     return s;
 }
 
