@@ -17,6 +17,7 @@ void convoy__devmem_init(convoy__devmem_t *dm, convoy__device_t *dev, size_t cac
     dm->pinned = NULL;
     dm->kept = NULL;
     dm->all = NULL;
+    dm->written = NULL;
     dm->spare = NULL;
     dm->nspare = 0;
     dm->bytes_in_use = 0;

@@ -280,17 +280,15 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
     convoy__devcopy_t **held = NULL;
     for (convoy__devcopy_t *c = p->mem.written, *next; c != NULL; c = next) {
         next = c->written_next;
+        /* Clean and with nothing in flight, it stays clean until a task writes it again.
+         * A pinned copy whose pushout could not be proven over still holds the newest
+         * version (only read since): it is dirty, and pushed again, else it would be lost. */
         if (c->out_ev == NULL && !convoy__devmem_dirty(&p->mem, c)) {
             convoy__devmem_unnote_written(&p->mem, c);
             continue;
         }
         unsigned flags = atomic_load(&c->data->flags);
         if ((flags & CONVOY_DATA_SCRATCH) || (!with_resident && (flags & CONVOY_DATA_RESIDENT)))
-            continue;
-        /* A pinned copy whose pushout could not be proven over still holds the newest
-         * version (only read since): pushed again, else it would be lost. */
-        if (c->out_ev == NULL &&
-            ((c->pinned && c->version == CONVOY__NO_VERSION) || !convoy__devmem_dirty(&p->mem, c)))
             continue;
         if (only_final && c->out_ev == NULL &&
             c->writer_id != atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire))

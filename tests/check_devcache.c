@@ -190,11 +190,27 @@ static int copies(const convoy__device_t *dev, int written)
     return n;
 }
 
-/* A wait's flush-all walks only the copies tasks wrote on the device, not the ones they
- * only read: after 40 tasks that read a datum each and 24 that write one, 64 copies are
- * on the device and 24 on its list of written copies; the wait brings the 24 results
- * home intact, and a second round that writes 8 of them again brings those home too
- * (a copy found clean leaves the list; written again, it joins it again). */
+/* The host bytes of data [0, n) against their expected words. */
+static void expect_words(convoy_data_t **d, uint32_t **buf, int n, size_t bytes,
+                         const uint32_t *want, int round)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(convoy_data_acquire(d[i], CONVOY_READ), CONVOY_SUCCESS);
+        for (size_t k = 0; k < bytes / sizeof(uint32_t); k++)
+            ck_assert_msg(buf[i][k] == want[i], "round %d: datum %d word %zu is %u, not %u", round,
+                          i, k, buf[i][k], want[i]);
+    }
+}
+
+/*
+ * A wait's flush-all walks only the copies tasks wrote on the device, not the ones they
+ * only read, and a written copy it finds clean leaves that list until a task writes it
+ * again. Round 1: 40 tasks read a datum each and 24 write one: 64 copies on the device,
+ * 24 on the list, the 24 results home. Round 2 writes data 0-7 again: the wait's walk
+ * finds 16 copies clean (home since round 1) and drops them, 8 remain. Round 3 writes
+ * data 8-11, dropped in round 2: they join again (12), and the walk leaves 4. Every
+ * round's results come home intact.
+ */
 START_TEST(flush_walks_only_written_copies)
 {
     enum { W = 24, R = 40 };
@@ -207,32 +223,31 @@ START_TEST(flush_walks_only_written_copies)
     ck_assert_int_eq(convoy_class_set_chore(peek, CONVOY_DEVICE_SIM, peek_chore), 0);
     static uint32_t *buf[W + R];
     static convoy_data_t *d[W + R];
+    static uint32_t want[W + R];
     for (int i = 0; i < W + R; i++) {
         buf[i] = calloc(1, bytes);
         ck_assert_ptr_nonnull(buf[i]);
         ck_assert_int_eq(convoy_data_new(e.ctx, buf[i], bytes, &d[i]), CONVOY_SUCCESS);
         ck_assert_int_eq(convoy_task_insert(e.ctx, i < W ? e.add : peek, NULL, 0, &d[i]),
                          CONVOY_SUCCESS);
+        want[i] = i < W;
     }
     convoy__wait_quiet(e.ctx); /* done, nothing pushed home yet */
     ck_assert_int_eq(copies(e.dev, 0), W + R);
     ck_assert_int_eq(copies(e.dev, 1), W);
     ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
-    for (int round = 1; round <= 2; round++) {
-        for (int i = 0; i < W + R; i++) {
-            uint32_t want = i >= W ? 0 : round == 2 && i < 8 ? 2 : 1;
-            ck_assert_int_eq(convoy_data_acquire(d[i], CONVOY_READ), CONVOY_SUCCESS);
-            for (size_t k = 0; k < bytes / sizeof(uint32_t); k++)
-                ck_assert_msg(buf[i][k] == want, "round %d: datum %d word %zu is %u, not %u", round,
-                              i, k, buf[i][k], want);
-        }
-        if (round == 2)
-            break;
-        for (int i = 0; i < 8; i++)
+    expect_words(d, buf, W + R, bytes, want, 1);
+    const int first[] = {0, 8}, count[] = {8, 4}, listed[] = {W, 8 + 4}, left[] = {8, 4};
+    for (int round = 2; round <= 3; round++) {
+        for (int i = first[round - 2]; i < first[round - 2] + count[round - 2]; i++) {
             ck_assert_int_eq(convoy_task_insert(e.ctx, e.add, NULL, 0, &d[i]), CONVOY_SUCCESS);
+            want[i]++;
+        }
         convoy__wait_quiet(e.ctx);
-        ck_assert_int_le(copies(e.dev, 1), W);
+        ck_assert_int_eq(copies(e.dev, 1), listed[round - 2]);
         ck_assert_msg(convoy_wait(e.ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(e.ctx));
+        ck_assert_int_eq(copies(e.dev, 1), left[round - 2]);
+        expect_words(d, buf, W + R, bytes, want, round);
     }
     for (int i = 0; i < W + R; i++)
         convoy_data_free(d[i]);
