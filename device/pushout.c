@@ -36,6 +36,11 @@ static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
         convoy__coh_note_host(d, c->out_version);
     if (failed && c->evicting)
         c->evict_failures++;
+    /* Clean now, with nothing in flight: it leaves the written copies here, while its
+     * lines are at hand, rather than in the next flush-all's walk (which found the
+     * pushouts of tiny_tasks' 16384 outputs all landed, a miss or two each). */
+    if (c->out_ev == NULL && !convoy__devmem_dirty(&p->mem, c))
+        convoy__devmem_unnote_written(&p->mem, c);
     convoy__devmem_settle(&p->mem, c); /* may free c */
 }
 
@@ -270,10 +275,11 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
 /* Flush-all: hold every dirty copy to push (and those already on their way home); with
  * only_final, only final versions (written by the datum's last writer inserted: no later
  * task will overwrite them), so that nothing pushed now is pushed again. Only copies a
- * task wrote here can be dirty: the walk goes through those (p->mem.written), and drops
- * the ones it finds clean with nothing in flight, instead of every copy of the device
- * (in tiny_tasks, three in four copies are inputs, each a miss or two: the walk of all
- * was about 6 ms of a wait's flush on the H200 host, 2026-12-02). */
+ * task wrote here can be dirty: the walk goes through those (p->mem.written), not every
+ * copy of the device (in tiny_tasks, three in four copies are inputs, each a miss or two:
+ * the walk of all was about 6 ms of a wait's flush on the H200 host, 2026-12-02). A copy
+ * leaves that list when its pushout lands (landed()); one the walk still finds clean with
+ * nothing in flight leaves it here. */
 static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, int only_final)
 {
     int n = 0, cap = 0;
