@@ -1,12 +1,16 @@
 /*
  * overhead: the runtime's own cost per task, with empty CPU tasks.
- *  - independent: each task updates its own datum (no dependencies);
+ *  - independent: each task updates its own datum (no dependencies), twice: the first
+ *    pass bursts into memory the runtime has not held before (its tasks' pages are
+ *    first touched then), the second runs on what the first freed;
  *  - chained: every task updates one datum (each depends on the previous);
  *  - inserters: K program threads insert independent tasks together, each on its own
  *    slice of the data (the rate of all of them, beside one thread's);
  *  - bytes per in-flight task: heap growth while N tasks wait behind a gate task.
- * Last line: overhead sched=S tasks=N tasks_per_s=R ns_per_task=T chain_ns_per_task=C
- * inserters=K inserters_tasks_per_s=M bytes_per_task=B verified=yes|no
+ * Last line: overhead sched=S tasks=N tasks_per_s=R ns_per_task=T warm_ns_per_task=W
+ * chain_ns_per_task=C inserters=K inserters_tasks_per_s=M bytes_per_task=B
+ * page_faults=F warm_page_faults=G verified=yes|no (R and T of the first pass, F and G
+ * the page faults of the two independent passes)
  */
 #include "config.h"
 
@@ -135,7 +139,11 @@ int main(int argc, char **argv)
         convoy_data_new(ctx, &vals[i], sizeof(long), &data[i]);
 
     timed(ctx, cls, data, n < 10000 ? n : 10000, 0); /* warm-up */
+    long faults0 = bench_page_faults();
     double indep = timed(ctx, cls, data, n, 0);
+    long faults1 = bench_page_faults();
+    double warm = timed(ctx, cls, data, n, 0);
+    long faults2 = bench_page_faults();
     double chain = timed(ctx, cls, data, n, 1);
     double multi = timed_inserters(ctx, cls, data, n, inserters);
 
@@ -150,15 +158,16 @@ int main(int argc, char **argv)
     int ok = convoy_wait(ctx) == CONVOY_SUCCESS;
     double bytes = ((double)after.uordblks - (double)before.uordblks) / n;
 
-    /* data[0] was updated by the warm-up, the independent run, the chain and the gated
-     * run; every other datum by the warm-up (if in its range), the independent run and
-     * the inserters. */
-    long want0 = 1 + 1 + n + 1 + n;
-    ok = ok && vals[0] == want0 && vals[n - 1] == (n - 1 < 10000 ? 3 : 2);
-    printf("overhead sched=%s tasks=%d tasks_per_s=%.0f ns_per_task=%.0f chain_ns_per_task=%.0f "
-           "inserters=%d inserters_tasks_per_s=%.0f bytes_per_task=%.0f verified=%s\n",
-           convoy_sched_name(ctx), n, n / indep, 1e9 * indep / n, 1e9 * chain / n, inserters,
-           n / multi, bytes, ok ? "yes" : "no");
+    /* data[0] was updated by the warm-up, the two independent passes, the chain and the
+     * gated run; every other datum by the warm-up (if in its range), the independent
+     * passes and the inserters. */
+    long want0 = 1 + 2 + n + 1 + n;
+    ok = ok && vals[0] == want0 && vals[n - 1] == (n - 1 < 10000 ? 4 : 3);
+    printf("overhead sched=%s tasks=%d tasks_per_s=%.0f ns_per_task=%.0f warm_ns_per_task=%.0f "
+           "chain_ns_per_task=%.0f inserters=%d inserters_tasks_per_s=%.0f bytes_per_task=%.0f "
+           "page_faults=%ld warm_page_faults=%ld verified=%s\n",
+           convoy_sched_name(ctx), n, n / indep, 1e9 * indep / n, 1e9 * warm / n, 1e9 * chain / n,
+           inserters, n / multi, bytes, faults1 - faults0, faults2 - faults1, ok ? "yes" : "no");
     for (int i = 0; i < n; i++)
         convoy_data_free(data[i]);
     convoy_fini(ctx);
