@@ -246,6 +246,18 @@ static void prof_print(convoy__pipe_t *p)
     prof_reset(p);
 }
 
+/* The pass's completions off the counters that insertions write too (one line passing
+ * between threads per pass rather than per task: convoy__done_batch_t), and its finished
+ * members off the device's load. Before anything reads the load or the thread sleeps. */
+static void done_flush(convoy__pipe_t *p)
+{
+    convoy__done_flush(&p->done);
+    if (p->done_load > 0) {
+        __atomic_fetch_sub(&p->dev->load, p->done_load, __ATOMIC_RELAXED);
+        p->done_load = 0;
+    }
+}
+
 static void *progress_main(void *arg)
 {
     convoy__pipe_t *p = arg;
@@ -283,6 +295,7 @@ static void *progress_main(void *arg)
                 rp = &r->next;
             }
         }
+        done_flush(p);
         prof_mark(p, CONVOY__PROF_RINGS, &t0);
         if (p->neager > 0) {
             convoy__push_eager(p);

@@ -268,8 +268,8 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     m->ncopies = 0;
     m->completed = 1;
     r->open_members--;
-    __atomic_fetch_sub(&p->dev->load, 1, __ATOMIC_RELAXED);
-    convoy__task_complete(t, m->fail == MEMBER_OK ? CONVOY__OK : CONVOY__FAILED, msg);
+    p->done_load++;
+    convoy__task_complete_in(t, m->fail == MEMBER_OK ? CONVOY__OK : CONVOY__FAILED, msg, &p->done);
 }
 
 /* Flush-all: hold every dirty copy to push (and those already on their way home); with

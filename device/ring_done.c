@@ -146,11 +146,12 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     m->nwait = 0;
     m->completed = 1;
     r->open_members--;
-    __atomic_fetch_sub(&p->dev->load, 1, __ATOMIC_RELAXED);
+    p->done_load++;
     char msg[768];
     CONVOY__PROF_SUB(p, CONVOY__SUB_COMPLETE,
-                     convoy__task_complete(t, ok ? CONVOY__OK : CONVOY__FAILED,
-                                           ok ? NULL : fail_text(r, m, msg, sizeof(msg))));
+                     convoy__task_complete_in(t, ok ? CONVOY__OK : CONVOY__FAILED,
+                                              ok ? NULL : fail_text(r, m, msg, sizeof(msg)),
+                                              &p->done));
     return 1;
 }
 

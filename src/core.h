@@ -274,6 +274,28 @@ struct convoy_context {
 /* The task has run: record its outcome (CONVOY__OK/FAILED), release its successors,
  * drop its references. msg describes a failure (may be NULL). */
 void convoy__task_complete(convoy__task_t *task, int outcome, const char *msg);
+/*
+ * Completions counted together by a thread that completes many tasks in a row (an
+ * accelerator's thread, a ring's members): the counters that every insertion writes as
+ * well (inflight, the wait generations' counts, the completed count) are taken once per
+ * flush rather than once per task, so the line stops passing between the inserting
+ * thread and this one at every task. The caller flushes before it can sleep or wait;
+ * until then waits see these tasks as in flight (they are done, and wake at the flush).
+ */
+#define CONVOY__DONE_BATCH_SLOTS 4
+typedef struct convoy__done_batch {
+    convoy_context_t *ctx;
+    int64_t inflight, completed; /* tasks done since the flush; of them, program tasks
+                                    that succeeded */
+    int nslots;
+    int slot[CONVOY__DONE_BATCH_SLOTS];      /* wait-generation slots of program tasks ... */
+    int64_t count[CONVOY__DONE_BATCH_SLOTS]; /* ... and how many done in each */
+} convoy__done_batch_t;
+/* convoy__task_complete, counted in b (NULL: at once). */
+void convoy__task_complete_in(convoy__task_t *task, int outcome, const char *msg,
+                              convoy__done_batch_t *b);
+/* Take b's tasks off the shared counters, waking the waits they end. */
+void convoy__done_flush(convoy__done_batch_t *b);
 /* Release a successor whose predecessor is done. */
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
 void convoy__task_unref(convoy__task_t *task);

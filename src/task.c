@@ -95,7 +95,8 @@ static void settle_writes(convoy__task_t *t, int outcome)
     }
 }
 
-static void count_outcome(convoy_context_t *ctx, const convoy__task_t *t, int outcome)
+static void count_outcome(convoy_context_t *ctx, const convoy__task_t *t, int outcome,
+                          convoy__done_batch_t *b)
 {
     if (convoy__task_internal(t)) {
         int transfer = t->cls->internal == CONVOY__CLS_FLUSH ||
@@ -106,7 +107,10 @@ static void count_outcome(convoy_context_t *ctx, const convoy__task_t *t, int ou
     }
     switch (outcome) {
     case CONVOY__OK:
-        atomic_fetch_add_explicit(&ctx->stats.tasks_completed, 1, memory_order_relaxed);
+        if (b != NULL)
+            b->completed++;
+        else
+            atomic_fetch_add_explicit(&ctx->stats.tasks_completed, 1, memory_order_relaxed);
         break;
     case CONVOY__FAILED: atomic_fetch_add(&ctx->stats.tasks_failed, 1); break;
     default: atomic_fetch_add(&ctx->stats.tasks_cancelled, 1); break;
@@ -130,17 +134,69 @@ static void call_done(const convoy__task_t *t, int outcome, const char *msg)
     convoy__thread_mark(role);
 }
 
+/* Wake whatever sleeps on done_cond: task waits, a wait's cut, convoy_wait. */
+static void wake_done(convoy_context_t *ctx)
+{
+    pthread_mutex_lock(&ctx->done_lock);
+    pthread_cond_broadcast(&ctx->done_cond);
+    pthread_mutex_unlock(&ctx->done_lock);
+}
+
+/* Count t done in b, whose first flush takes it off the shared counters. */
+static void batch_add(convoy_context_t *ctx, convoy__done_batch_t *b, const convoy__task_t *t)
+{
+    int slot = (int)(t->gen % CONVOY__WAIT_GENS), k = 0;
+    int internal = convoy__task_internal(t);
+    while (!internal && k < b->nslots && b->slot[k] != slot)
+        k++;
+    if (!internal && k == CONVOY__DONE_BATCH_SLOTS) {
+        convoy__done_flush(b);
+        k = 0;
+    }
+    b->ctx = ctx;
+    b->inflight++;
+    if (internal)
+        return;
+    if (k == b->nslots) {
+        b->slot[k] = slot;
+        b->count[k] = 0;
+        b->nslots++;
+    }
+    b->count[k]++;
+}
+
+void convoy__done_flush(convoy__done_batch_t *b)
+{
+    if (b->inflight == 0)
+        return;
+    convoy_context_t *ctx = b->ctx;
+    if (b->completed > 0)
+        atomic_fetch_add_explicit(&ctx->stats.tasks_completed, b->completed, memory_order_relaxed);
+    /* The order of one task's completion: its slot, the task waits, then inflight. */
+    int wake = 0;
+    for (int k = 0; k < b->nslots; k++)
+        wake |= atomic_fetch_sub(&ctx->gen_count[b->slot[k]], b->count[k]) == b->count[k] &&
+                atomic_load(&ctx->cut_waiters) > 0;
+    wake |= atomic_load(&ctx->done_waiters) > 0;
+    wake |= atomic_fetch_sub(&ctx->inflight, b->inflight) == b->inflight;
+    if (wake)
+        wake_done(ctx);
+    b->inflight = b->completed = 0;
+    b->nslots = 0;
+}
+
 /* Complete one task; successors that become ready are pushed, and those that must be
  * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
- * so a long chain of cancellations does not recurse. */
+ * so a long chain of cancellations does not recurse. With b, the counters every
+ * insertion writes too are left to b's flush. */
 static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg,
-                         convoy__task_t **cancel_list)
+                         convoy__task_t **cancel_list, convoy__done_batch_t *b)
 {
     const convoy_class_t *cls = t->cls;
     settle_writes(t, outcome);
     if (outcome != CONVOY__OK)
         record_failure(ctx, t, outcome, msg);
-    count_outcome(ctx, t, outcome);
+    count_outcome(ctx, t, outcome, b);
     if (ctx->trace != NULL && !convoy__task_internal(t)) {
         static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
                                        CONVOY__STEP_CANCELLED};
@@ -186,39 +242,39 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
     if (t->done != NULL)
         call_done(t, outcome, msg);
     /* After the callback: a wait for this task returns once it has run. */
-    /* A wait sleeps until slots empty: woken when one does, not at every completion. */
-    if (!convoy__task_internal(t) &&
-        atomic_fetch_sub(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1) == 1 &&
-        atomic_load(&ctx->cut_waiters) > 0) {
-        pthread_mutex_lock(&ctx->done_lock);
-        pthread_cond_broadcast(&ctx->done_cond);
-        pthread_mutex_unlock(&ctx->done_lock);
-    }
-    if (atomic_load(&ctx->done_waiters) > 0) {
-        pthread_mutex_lock(&ctx->done_lock);
-        pthread_cond_broadcast(&ctx->done_cond);
-        pthread_mutex_unlock(&ctx->done_lock);
-    }
-    if (atomic_fetch_sub(&ctx->inflight, 1) == 1) {
-        pthread_mutex_lock(&ctx->done_lock);
-        pthread_cond_broadcast(&ctx->done_cond);
-        pthread_mutex_unlock(&ctx->done_lock);
+    if (b != NULL) {
+        batch_add(ctx, b, t);
+    } else {
+        /* A wait sleeps until slots empty: woken when one does, not at every completion. */
+        int wake = !convoy__task_internal(t) &&
+                   atomic_fetch_sub(&ctx->gen_count[t->gen % CONVOY__WAIT_GENS], 1) == 1 &&
+                   atomic_load(&ctx->cut_waiters) > 0;
+        wake |= atomic_load(&ctx->done_waiters) > 0;
+        wake |= atomic_fetch_sub(&ctx->inflight, 1) == 1;
+        if (wake)
+            wake_done(ctx);
     }
     convoy__task_unref(t);
 }
 
-void convoy__task_complete(convoy__task_t *t, int outcome, const char *msg)
+void convoy__task_complete_in(convoy__task_t *t, int outcome, const char *msg,
+                              convoy__done_batch_t *b)
 {
     convoy_context_t *ctx = t->cls->ctx;
     convoy__task_t *cancel_list = NULL;
-    complete_one(ctx, t, outcome, msg, &cancel_list);
+    complete_one(ctx, t, outcome, msg, &cancel_list, b);
     while (cancel_list != NULL) {
         convoy__task_t *c = cancel_list;
         cancel_list = c->next;
         /* A task whose data could not be brought to it fails, naming the transfer. */
         complete_one(ctx, c, c->fetch_msg != NULL ? CONVOY__FAILED : CONVOY__CANCELLED,
-                     c->fetch_msg, &cancel_list);
+                     c->fetch_msg, &cancel_list, b);
     }
+}
+
+void convoy__task_complete(convoy__task_t *t, int outcome, const char *msg)
+{
+    convoy__task_complete_in(t, outcome, msg, NULL);
 }
 
 /* A flush task that brings d home from accelerator `from` and releases t when done (t

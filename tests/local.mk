@@ -23,6 +23,7 @@ convoy_check_suites = \
 	tests/check_robust_core \
 	tests/check_robust_chore \
 	tests/check_workers \
+	tests/check_done_batch \
 	tests/check_devcache \
 	tests/check_version \
 	tests/check_trace_path \
@@ -116,6 +117,9 @@ tests_check_robust_core_LDADD = $(convoy_check_ldadd)
 tests_check_workers_SOURCES = tests/check_workers.c $(convoy_check_util)
 tests_check_workers_CFLAGS = $(convoy_check_cflags)
 tests_check_workers_LDADD = $(convoy_check_ldadd)
+tests_check_done_batch_SOURCES = tests/check_done_batch.c $(convoy_check_util)
+tests_check_done_batch_CFLAGS = $(convoy_check_cflags)
+tests_check_done_batch_LDADD = $(convoy_check_ldadd)
 
 tests_check_devcache_SOURCES = tests/check_devcache.c $(convoy_check_util)
 tests_check_devcache_CFLAGS = $(convoy_check_cflags)
