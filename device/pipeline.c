@@ -246,16 +246,18 @@ static void prof_print(convoy__pipe_t *p)
     prof_reset(p);
 }
 
-/* The pass's completions off the counters that insertions write too (one line passing
- * between threads per pass rather than per task: convoy__done_batch_t), and its finished
- * members off the device's load. Before anything reads the load or the thread sleeps. */
+/* A ring's completions off the counters that insertions write too (one line passing
+ * between threads per ring rather than per task: convoy__done_batch_t), its finished
+ * members off the device's load first (a thread that a wait's end lets go sees the
+ * device idle). After each ring's progress: before anything reads the load or the
+ * thread sleeps, and before the next ring's launches, which may take a while. */
 static void done_flush(convoy__pipe_t *p)
 {
-    convoy__done_flush(&p->done);
     if (p->done_load > 0) {
         __atomic_fetch_sub(&p->dev->load, p->done_load, __ATOMIC_RELAXED);
         p->done_load = 0;
     }
+    convoy__done_flush(&p->done);
 }
 
 static void *progress_main(void *arg)
@@ -288,6 +290,7 @@ static void *progress_main(void *arg)
             convoy__ring_t *r = *rp, *next = r->next; /* r is freed once finished */
             int finished = 0;
             moved |= convoy__ring_progress(p, r, &finished);
+            done_flush(p);
             if (finished) {
                 *rp = next;
                 p->nrings--;
@@ -295,7 +298,6 @@ static void *progress_main(void *arg)
                 rp = &r->next;
             }
         }
-        done_flush(p);
         prof_mark(p, CONVOY__PROF_RINGS, &t0);
         if (p->neager > 0) {
             convoy__push_eager(p);

@@ -220,7 +220,7 @@ typedef struct convoy__pipe {
     convoy__stream_t *in, *in_large, *out, *out_large, *exec[CONVOY__NEXEC];
     unsigned next_exec; /* unsigned: wraps without undefined behaviour */
     convoy__devmem_t mem;
-    convoy__done_batch_t done; /* members completed this pass, flushed after the rings */
+    convoy__done_batch_t done; /* members completed, flushed after each ring's progress */
     int done_load;             /* of them, ring members still counted in dev->load */
     convoy__ring_t *rings;     /* in flight, oldest first */
     convoy__ring_t *kept;      /* rings a launch may still use: freed once the streams are gone */
