@@ -251,36 +251,6 @@ START_TEST(flush_walks_only_written_copies)
 }
 END_TEST
 
-/* A copy whose pushout home fails stays dirty, and stays on the written list: the next
- * wait finds it there and brings its version home (sim_fail_async: the second copy
- * submission, the pushout, is accepted and fails as it runs). */
-START_TEST(failed_pushout_stays_listed)
-{
-    const char *kv[] = {"devices",       "sim",   "nthreads",    "1", "bind",           "0",
-                        "sim_submit_us", "0",     "sim_copy_us", "0", "sim_fail_async", "2",
-                        "verbose",       "error", NULL};
-    convoy_context_t *ctx = tu_init(kv);
-    convoy__device_t *dev = convoy__ctx_accel(ctx, 0);
-    convoy_class_t *add;
-    convoy_access_t rw = CONVOY_RW;
-    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, 0, &add), 0);
-    ck_assert_int_eq(convoy_class_set_chore(add, CONVOY_DEVICE_SIM, add_chore), 0);
-    static uint32_t a[1024];
-    a[0] = 0;
-    convoy_data_t *d;
-    ck_assert_int_eq(convoy_data_new(ctx, a, sizeof(a), &d), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, &d), CONVOY_SUCCESS);
-    ck_assert_int_ne(convoy_wait(ctx), CONVOY_SUCCESS); /* its pushout failed */
-    ck_assert_int_eq(copies(dev, 1), 1);
-    ck_assert_uint_eq(a[0], 0);
-    ck_assert_msg(convoy_wait(ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
-    ck_assert_int_eq(copies(dev, 1), 0);
-    ck_assert_uint_eq(a[0], 1);
-    convoy_data_free(d);
-    convoy_fini(ctx);
-}
-END_TEST
-
 /* The copies of freed data serve the next round of their size: no device allocation,
  * and every result intact. */
 START_TEST(freed_copies_serve_next_data)
@@ -421,7 +391,6 @@ static Suite *suite(void)
     tcase_add_test(tc, cache_off_keeps_nothing);
     tcase_add_loop_test(tc, unproven_transfer_memory_not_reused, 0, 4);
     tcase_add_test(tc, flush_walks_only_written_copies);
-    tcase_add_test(tc, failed_pushout_stays_listed);
     return s;
 }
 
