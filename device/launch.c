@@ -109,6 +109,11 @@ static void prove_over(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
             }
         }
     }
+    /* The chores may not have started: they will read their tasks, which complete (and
+     * would be freed) now. */
+    for (int i = 0; i < g->nrun; i++)
+        convoy__task_ref(r->m[g->run[i]].task);
+    r->tasks_held = 1;
     r->leak = 1;
 }
 
@@ -138,6 +143,7 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
     int nlaunch = batch ? (nrun > 0) : nrun;
     g->launches = calloc((size_t)(nlaunch > 0 ? nlaunch : 1), sizeof(launch_rec_t));
     g->run = run;
+    g->nrun = nrun;
     /* Traced: an event after the stream waits marks when the launch can start, so that
      * its slice shows running, not waiting for another stream (convoy__launch_started). */
     if (ctx->trace != NULL)

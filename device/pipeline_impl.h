@@ -127,7 +127,8 @@ typedef struct convoy__group {
     convoy__pev_t *exec_ev;     /* NULL once launched: the launch was proven over (synced) */
     convoy__pev_t *start_ev;    /* traced: recorded after the stream waits, until seen */
     void *launches;             /* launch records, alive until the ring is freed */
-    int *run;                   /* members launched */
+    int *run;                   /* members launched (nrun of them) */
+    int nrun;                   /* members in run */
     int traced_steps;           /* lifecycle steps already in the trace (staged-in, executed) */
 } convoy__group_t;
 
@@ -151,7 +152,8 @@ typedef struct convoy__ring {
     int nheld;
     char mem_msg[256], in_msg[256], launch_msg[256], out_msg[256]; /* first failures */
     struct convoy__pipe *pipe;
-    int leak; /* a launch may still run with no way to tell when: keep what it uses */
+    int leak;       /* a launch may still run with no way to tell when: keep what it uses */
+    int tasks_held; /* and its launched members' tasks, referenced until the ring is freed */
     struct convoy__ring *next;
 } convoy__ring_t;
 

@@ -299,6 +299,11 @@ void convoy__done_flush(convoy__done_batch_t *b);
 /* Release a successor whose predecessor is done. */
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
 void convoy__task_unref(convoy__task_t *task);
+/* Another reference: the task stays in memory until it is dropped (convoy__task_unref). */
+static inline void convoy__task_ref(convoy__task_t *task)
+{
+    atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
+}
 const char *convoy__task_name(const convoy__task_t *task, char *buf, size_t len);
 /* A ring took the task: it runs now (CPU worker or accelerator). */
 void convoy__task_set_running(convoy__task_t *task);

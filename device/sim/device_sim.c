@@ -81,6 +81,10 @@ const convoy__param_def_t convoy__sim_params[] = {
             "recorded) fails; 0: off"},
     {.name = "sim_delay_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0, .max = 1e9,
      .doc = "fault injection: us added to the completion of every copy submission"},
+    {.name = "sim_launch_late_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0,
+     .max = 1e9,
+     .doc = "fault injection: real us a stream waits before each launch's chore starts, as a "
+            "GPU whose kernels start late; 0: off"},
     {.name = "sim_fail_async", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
      .doc = "fault injection: the n-th copy submission is accepted but fails when it runs: "
@@ -455,6 +459,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->single_copy_ns = 1e3 * convoy__param_double(p, "sim_single_copy_us");
     dev->launch_ns = 1e3 * convoy__param_double(p, "sim_launch_us");
     dev->delay_ns = 1e3 * convoy__param_double(p, "sim_delay_us");
+    dev->launch_late_ns = (uint64_t)(1e3 * convoy__param_double(p, "sim_launch_late_us"));
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
     dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");

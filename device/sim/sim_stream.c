@@ -221,6 +221,8 @@ static void sim_run_launch(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, conv
 {
     uint64_t start = CONVOY__MAX(s->vt, op->enqueue_ns);
     pthread_mutex_unlock(&dev->lock);
+    if (dev->launch_late_ns > 0) /* not modelled: the chore starts late in real time */
+        convoy__sleep_until_ns(convoy__now_ns() + dev->launch_late_ns);
     uint64_t t0 = convoy__now_ns();
     int rc = op->fn(op->arg, NULL);
     uint64_t t1 = convoy__now_ns();
