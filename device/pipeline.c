@@ -59,10 +59,13 @@ int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
     CONVOY__PROF_SUB(p, CONVOY__SUB_QUERY, rc = p->dev->ops->event_query(p->dev, e->ev));
     if (rc == 0)
         return 0;
-    /* A failed event still means the work before it is over; the failure itself was
-     * reported by the call that enqueued it. */
+    /* A failed event still means the work before it is over. Work that failed as it ran
+     * (a pushout whose copies faulted) is known only here: its message is kept for the
+     * failure that names it. */
     e->done = 1;
     e->failed = rc < 0;
+    if (e->failed)
+        snprintf(p->ev_fail_msg, sizeof(p->ev_fail_msg), "%s", convoy_last_error(NULL));
     if (e->traced && p->ctx->trace != NULL) {
         e->tr.dur_ns = convoy__now_ns() - e->tr.ts_ns;
         convoy__trace_emit(p->ctx->trace, &e->tr);

@@ -222,6 +222,7 @@ typedef struct convoy__pipe {
     convoy__stream_t *in, *in_large, *out, *out_large, *exec[CONVOY__NEXEC];
     unsigned next_exec; /* unsigned: wraps without undefined behaviour */
     convoy__devmem_t mem;
+    char ev_fail_msg[256];     /* the last failure an event reported (work failed as it ran) */
     convoy__done_batch_t done; /* members completed, flushed after each ring's progress */
     int done_load;             /* of them, ring members still counted in dev->load */
     convoy__ring_t *rings;     /* in flight, oldest first */

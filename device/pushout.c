@@ -248,7 +248,9 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     if (m->fail != MEMBER_OK) {
         /* A flush-all has no flow: its failure names no datum. */
         const convoy_data_t *d = c != NULL ? c->data : t->cls->nflows > 0 ? t->data[0] : NULL;
-        const char *why = r->out_msg[0] ? r->out_msg : "an earlier pushout of it failed";
+        const char *why = r->out_msg[0]       ? r->out_msg
+                          : p->ev_fail_msg[0] ? p->ev_fail_msg
+                                              : "an earlier pushout of it failed";
         if (d != NULL)
             snprintf(msg, sizeof(msg),
                      "pushing datum %llu (%zu bytes) home from %s failed: %s; the device copy "

@@ -251,6 +251,45 @@ START_TEST(flush_walks_only_written_copies)
 }
 END_TEST
 
+/* A copy whose pushout home fails when it runs (sim_fail_async_home: the first copy
+ * device to host) stays dirty and on the written list: the wait reports the failure,
+ * the host keeps its old bytes, and the next wait pushes the copy again and brings its
+ * version home. */
+START_TEST(failed_pushout_stays_listed)
+{
+    /* clang-format off */
+    const char *kv[] = {"devices", "sim", "nthreads", "1", "bind", "0", "sched", "batch",
+                        "sim_submit_us", "0", "sim_copy_us", "0", "sim_fail_async_home", "1",
+                        "verbose", "error", NULL};
+    /* clang-format on */
+    env_t e = {.ctx = tu_init(kv)};
+    convoy_context_t *ctx = e.ctx;
+    convoy_access_t rw = CONVOY_RW;
+    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &e.add), 0);
+    ck_assert_int_eq(convoy_class_set_chore(e.add, CONVOY_DEVICE_SIM, add_chore), 0);
+    e.dev = convoy__ctx_accel(ctx, 0);
+    static uint32_t a[1024];
+    a[0] = 0;
+    convoy_data_t *d;
+    ck_assert_int_eq(convoy_data_new(ctx, a, sizeof(a), &d), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_task_insert(ctx, e.add, NULL, 0, &d), CONVOY_SUCCESS);
+    convoy__wait_quiet(ctx); /* done, nothing pushed home yet */
+    ck_assert_int_eq(copies(e.dev, 1), 1);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_ERR_TASK_FAILED);
+    ck_assert_msg(strstr(convoy_last_error(ctx), "sim_fail_async_home") != NULL, "%s",
+                  convoy_last_error(ctx));
+    ck_assert_uint_eq(counters(&e).submissions[CONVOY__D2H], 1);
+    ck_assert_int_eq(copies(e.dev, 1), 1);
+    ck_assert_uint_eq(a[0], 0);
+    ck_assert_msg(convoy_wait(ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
+    ck_assert_uint_eq(counters(&e).submissions[CONVOY__D2H], 2);
+    ck_assert_int_eq(copies(e.dev, 1), 0);
+    ck_assert_uint_eq(a[0], 1);
+    convoy_data_free(d);
+    convoy_fini(ctx);
+}
+END_TEST
+
 /* The copies of freed data serve the next round of their size: no device allocation,
  * and every result intact. */
 START_TEST(freed_copies_serve_next_data)
@@ -395,6 +434,7 @@ static Suite *suite(void)
     tcase_add_test(tc, cache_off_keeps_nothing);
     tcase_add_loop_test(tc, unproven_transfer_memory_not_reused, 0, 8);
     tcase_add_test(tc, flush_walks_only_written_copies);
+    tcase_add_test(tc, failed_pushout_stays_listed);
     return s;
 }
 

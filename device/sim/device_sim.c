@@ -89,6 +89,10 @@ const convoy__param_def_t convoy__sim_params[] = {
      .max = 2147483647.0,
      .doc = "fault injection: the n-th copy submission is accepted but fails when it runs: "
             "nothing is copied and the next event recorded on its stream reports it; 0: off"},
+    {.name = "sim_fail_async_home", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
+     .max = 2147483647.0,
+     .doc = "fault injection: as sim_fail_async, counting only the submissions that copy "
+            "device to host (pushouts home); 0: off"},
     {.name = "sim_fail_every", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
      .doc = "fault injection for stress tests: every k-th copy submission fails; 0: off"},
@@ -304,6 +308,9 @@ static convoy_status_t sim_submit(convoy__sim_dev_t *dev, convoy__sim_stream_t *
         op->ncopies = k;
         op->overhead_ns = sim_overhead_ns(dev, method, copies, k);
         op->fail_async = !failed && dev->fail_async > 0 && seq == (uint64_t)dev->fail_async;
+        if (rec.dir == CONVOY__D2H && !failed && dev->fail_async_home > 0 &&
+            ++dev->nsubmissions_home == (uint64_t)dev->fail_async_home)
+            op->fail_async = 1;
         convoy__sim_enqueue_locked(s, op);
         op = NULL;
     }
@@ -471,6 +478,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->fail_sync = convoy__param_int(p, "sim_fail_sync");
     dev->fail_every = convoy__param_int(p, "sim_fail_every");
     dev->fail_async = convoy__param_int(p, "sim_fail_async");
+    dev->fail_async_home = convoy__param_int(p, "sim_fail_async_home");
 
     dev->hostmem = convoy__hostslab_attach(&convoy__sim_hostslab_ops, ctx,
                                            (size_t)convoy__param_int(p, "sim_host_slab"));

@@ -143,6 +143,7 @@ struct convoy__sim_dev {
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
     int64_t fail_sync;                 /* the n-th stream_sync fails */
     int64_t fail_async;                /* the n-th copy submission fails when run */
+    int64_t fail_async_home;           /* the n-th submission device to host, likewise */
     uint64_t nsyncs;                   /* stream_sync calls so far (under lock) */
     uint64_t nevent_records;           /* event records so far (under lock) */
 
@@ -158,6 +159,7 @@ struct convoy__sim_dev {
     uint64_t link_free[3]; /* per direction: when the link is next free (modelled) */
 
     uint64_t nsubmissions, nallocs, nlaunches; /* what fault injection counts */
+    uint64_t nsubmissions_home;                /* of them device to host (sim_fail_async_home) */
     int next_stream_id;
     convoy__sim_stream_t *streams;
     convoy__sim_event_t *events;

@@ -537,7 +537,8 @@ int convoy__sim_event_query(convoy__device_t *d, convoy__event_t *event)
         return 0;
     if (atomic_load_explicit(&ev->failed, memory_order_relaxed))
         return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
-                             "%s: injected failure of a copy when it ran (sim_fail_async)",
+                             "%s: injected failure of a copy when it ran (sim_fail_async, "
+                             "sim_fail_async_home)",
                              d->name);
     return 1;
 }
