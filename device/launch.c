@@ -113,7 +113,7 @@ static void prove_over(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
      * would be freed) now. */
     for (int i = 0; i < g->nrun; i++)
         convoy__task_ref(r->m[g->run[i]].task);
-    r->tasks_held = 1;
+    g->tasks_held = 1; /* this group's only: another group's launch was proven over */
     r->leak = 1;
 }
 

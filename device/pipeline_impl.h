@@ -129,6 +129,7 @@ typedef struct convoy__group {
     void *launches;             /* launch records, alive until the ring is freed */
     int *run;                   /* members launched (nrun of them) */
     int nrun;                   /* members in run */
+    int tasks_held;             /* not proven over: run's tasks referenced until ring free */
     int traced_steps;           /* lifecycle steps already in the trace (staged-in, executed) */
 } convoy__group_t;
 
@@ -152,8 +153,7 @@ typedef struct convoy__ring {
     int nheld;
     char mem_msg[256], in_msg[256], launch_msg[256], out_msg[256]; /* first failures */
     struct convoy__pipe *pipe;
-    int leak;       /* a launch may still run with no way to tell when: keep what it uses */
-    int tasks_held; /* and its launched members' tasks, referenced until the ring is freed */
+    int leak; /* a launch may still run with no way to tell when: keep what it uses */
     struct convoy__ring *next;
 } convoy__ring_t;
 

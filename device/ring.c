@@ -500,7 +500,7 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__pev_put(p, r->in_subs[k]);
     }
     for (int k = 0; k < r->ngroups; k++) {
-        for (int i = 0; r->tasks_held && i < r->groups[k].nrun; i++)
+        for (int i = 0; r->groups[k].tasks_held && i < r->groups[k].nrun; i++)
             convoy__task_unref(r->m[r->groups[k].run[i]].task);
         convoy__pev_put(p, r->groups[k].start_ev);
         convoy__pev_put(p, r->groups[k].exec_ev);
