@@ -309,26 +309,26 @@ static void *progress_main(void *arg)
         }
         uint64_t deadline = UINT64_MAX;
         uint64_t seen = convoy__queue_pushes(ctx, p->queue);
-        /* A pop that found nothing finds nothing again until a push or its deadline: the
-         * scheduler's lock is not taken each pass (the inserting threads take it too). */
-        uint64_t pushed = convoy__queue_pushed(ctx, p->queue);
-        int idle = __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) == 0;
-        int skip_pop = p->pop_empty && p->deferred == NULL && pushed == p->empty_seen &&
-                       seen == p->empty_woken && idle == p->empty_idle &&
-                       convoy__now_ns() < p->empty_until;
+        /* A pop that found nothing finds nothing again until a push that wakes (the
+         * scheduler says which: one that fills a ring of the size this pop asked for), its
+         * deadline, or a change of this device's load (the room for a ring, the idleness).
+         * Neither the scheduler's lock nor a line the inserting threads write at every
+         * push is taken each pass (before, a thread with moments between rings popped
+         * after every push). */
+        int64_t load = __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED);
+        int skip_pop = p->pop_empty && p->deferred == NULL && seen == p->empty_woken &&
+                       load == p->empty_load && convoy__now_ns() < p->empty_until;
         if (skip_pop)
             deadline = p->empty_until;
         /* Tasks waiting for memory go first, once work in flight or an eviction gives
          * some back. */
         int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->outbound != NULL);
-        if (__atomic_load_n(&p->dev->load, __ATOMIC_RELAXED) < p->max_inflight && !memory_wait &&
-            !skip_pop) {
+        if (load < p->max_inflight && !memory_wait && !skip_pop) {
             int n = take_tasks(p, &deadline);
             p->pop_empty = n == 0;
-            p->empty_seen = pushed;
             p->empty_woken = seen;
             p->empty_until = deadline;
-            p->empty_idle = idle;
+            p->empty_load = load;
             prof_mark(p, CONVOY__PROF_POP, &t0);
             if (n > 0) {
                 /* Before the start: a task that fails in it may be freed at once. */
@@ -340,7 +340,7 @@ static void *progress_main(void *arg)
                 convoy__ring_start(p, p->popped, n);
                 /* The device went busy: its completions (a flush's too) may make CPU tasks
                  * ready. After the start, so that the wake-up does not delay it. */
-                if (idle && !drops)
+                if (load == 0 && !drops)
                     convoy__cpu_poller_wake(ctx);
                 moved = 1;
                 if (ctx->trace != NULL)

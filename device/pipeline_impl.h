@@ -247,15 +247,13 @@ typedef struct convoy__pipe {
     convoy__span_t *spans;     /* one job's memcpys, reused */
     int spans_cap;
     uint64_t poll_ns;
-    uint64_t spin_ns;    /* progress_spin_us */
-    uint64_t idle_since; /* when nothing last moved with work in flight (0: it moved) */
-    int pop_empty;       /* the last pop found nothing: skip pops until a push or ... */
-    uint64_t empty_seen; /* ... the queue's push count moves from this (or its wake-ups'
-                            count from empty_woken: an expedite), or ... */
-    uint64_t empty_woken;
-    uint64_t empty_until;              /* ... the ring deadline it reported passes, or ... */
-    int empty_idle;                    /* ... the device's idleness changes (batch_idle_close) */
-    int profile;                       /* progress_profile: prof[] is kept */
+    uint64_t spin_ns;     /* progress_spin_us */
+    uint64_t idle_since;  /* when nothing last moved with work in flight (0: it moved) */
+    int pop_empty;        /* the last pop found nothing: skip pops until ... */
+    uint64_t empty_woken; /* ... the queue's wake-up count moves from this, or ... */
+    uint64_t empty_until; /* ... the ring deadline it reported passes, or ... */
+    int64_t empty_load;   /* ... the device's load changes from this (room, idleness) */
+    int profile;          /* progress_profile: prof[] is kept */
     uint64_t prof[CONVOY__PROF_COUNT]; /* ns spent in each part of the progress loop */
     uint64_t sub[CONVOY__SUB_COUNT];   /* ns in parts within those */
     uint64_t prof_passes, prof_rings;  /* loop passes, rings of the program's tasks started */

@@ -168,7 +168,6 @@ typedef struct convoy__queue_wait {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     _Atomic uint64_t pushes;  /* bumped by each push that wakes (the scheduler says which) */
-    _Atomic uint64_t pushed;  /* bumped by every push */
     atomic_int sleepers;      /* consumers in (or entering) the wait */
     atomic_int spinners;      /* CPU workers polling `pushes`, or woken to (queue 0 only) */
     int watches;              /* under lock: wake-ups that hand a sleeper the poller's place */
@@ -358,8 +357,6 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task);
  * the wake-up handed the caller the poller's place (queue 0: it is counted in spinners). */
 int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns);
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
-/* Every push to queue so far (pushes counts those that wake its consumer). */
-uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue);
 void convoy__queue_wake(convoy_context_t *ctx, int queue);
 /* An accelerator went from idle to busy (its progress thread started a ring with nothing
  * in flight): wake a sleeping CPU worker to poll while it is busy, when every worker

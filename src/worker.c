@@ -47,8 +47,6 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
         return;
     }
     int wake = ctx->sched->push(ctx->sched_state, queue, task);
-    /* After the push: a consumer that reads the new count finds the task queued. */
-    atomic_fetch_add_explicit(&ctx->qwait[queue].pushed, 1, memory_order_release);
     if (wake)
         convoy__queue_wake(ctx, queue);
 }
@@ -128,11 +126,6 @@ void convoy__queues_expedite(convoy_context_t *ctx, int begin)
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue)
 {
     return atomic_load(&ctx->qwait[queue].pushes);
-}
-
-uint64_t convoy__queue_pushed(convoy_context_t *ctx, int queue)
-{
-    return atomic_load_explicit(&ctx->qwait[queue].pushed, memory_order_acquire);
 }
 
 int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns)

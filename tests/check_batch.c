@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "convoy.h"
 #include "device/device.h"
@@ -1250,6 +1251,65 @@ START_TEST(test_full_ring_wakes_device)
 }
 END_TEST
 
+/* A ring of the room a nearly full device has left leaves when it fills, not at its
+ * deadline: with 16 tasks in flight of max_inflight 24 (their copies held back by
+ * sim_delay_us), the next 8 tasks are taken as they arrive, although batch_max_tasks is
+ * 16 and batch_max_wait_us an hour. The push that brings a class to the size the last
+ * pop asked for wakes the progress thread, which polls no count of every push. */
+START_TEST(test_room_sized_ring_wakes_device)
+{
+    const char *presets[] = {"sched",
+                             "batch",
+                             "devices",
+                             "sim",
+                             "max_inflight",
+                             "24",
+                             "batch_max_tasks",
+                             "16",
+                             "sim_delay_us",
+                             "300000",
+                             "batch_max_wait_us",
+                             "3600000000",
+                             "batch_idle_close",
+                             "0",
+                             NULL};
+    convoy_context_t *ctx = tu_init(presets);
+    convoy__device_t *dev = convoy__ctx_accel(ctx, 0);
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "room", 1, &rw, CONVOY_CLASS_BATCHABLE, &cls), 0);
+    convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, wake_chore);
+    enum { N = 24, FIRST = 16 };
+    static int v[N];
+    convoy_data_t *d[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = i;
+        ck_assert_int_eq(convoy_data_new(ctx, &v[i], sizeof(int), &d[i]), 0);
+    }
+    /* Well inside the first ring's 300 ms: nothing completes, nothing expedites. */
+    double until = tu_now() + 0.2;
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), 0);
+        /* The first ring is taken whole, then the next task's pop finds room for 8 and
+         * sets the ring's deadline before the other 7 come. */
+        while (i == FIRST - 1 && __atomic_load_n(&dev->load, __ATOMIC_RELAXED) < FIRST)
+            usleep(500);
+        if (i == FIRST)
+            usleep(10000);
+    }
+    while (__atomic_load_n(&dev->load, __ATOMIC_RELAXED) < N && tu_now() < until)
+        usleep(1000);
+    ck_assert_int_eq(__atomic_load_n(&dev->load, __ATOMIC_RELAXED), N);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(v[i], i + 1);
+    convoy_stats_t st;
+    convoy_get_stats(ctx, &st);
+    ck_assert_uint_eq(st.rings, 2);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("batch");
@@ -1269,6 +1329,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_trickle);
     tcase_add_test(tc, test_memory_pressure);
     tcase_add_test(tc, test_full_ring_wakes_device);
+    tcase_add_test(tc, test_room_sized_ring_wakes_device);
     tc = tu_tcase(s, "failures", 60);
     tcase_add_test(tc, test_stage_in_failure_retried);
     tcase_add_test(tc, test_pushout_failure_retried);

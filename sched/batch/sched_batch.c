@@ -83,6 +83,8 @@ typedef struct batch_queue {
     class_list_t *lists;                       /* by class id */
     int nlists;
     int depth;
+    int fill; /* the ring size the consumer's last pop asked for (0: none yet): a push that
+                 brings a class to it wakes the consumer */
 } batch_queue_t;
 
 typedef struct batch_state {
@@ -153,9 +155,14 @@ static void append(convoy__task_t **head, convoy__task_t **tail, convoy__task_t 
 
 /* Wakes the consumer for a task that can leave at once (not batchable, or for the CPUs),
  * for the first task of a class (the consumer may be asleep with no deadline) and for
- * the task that fills a ring; any other waits with its ring for the deadline the
- * consumer already sleeps towards. One wake-up per task cost the inserting thread a
- * futex call per task and the progress thread a pointless pop. */
+ * the task that fills a ring: the size the consumer's last pop asked for (less than
+ * batch_max_tasks while its device is nearly full), or a multiple of wake_at. Any other
+ * waits with its ring for the deadline the consumer already knows, and the consumer
+ * looks at the queue again only when woken, at that deadline or when its own load
+ * changes (device/pipeline.c). One wake-up per task cost the inserting thread a futex
+ * call per task and the progress thread a pointless pop; a pop after every push (the
+ * consumer polling a count of all pushes) cost the inserting thread the queue's lines,
+ * taken back from the progress thread at every task. */
 static int batch_push(void *state, int queue, convoy__task_t *task)
 {
     batch_state_t *s = state;
@@ -190,7 +197,7 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     task->sched_mark = (uint8_t)(queue != 0 && is_large(s, task));
     cl->large += task->sched_mark;
     pthread_mutex_unlock(&q->lock);
-    return queue == 0 || count == 1 || count % s->wake_at == 0;
+    return queue == 0 || count == 1 || count == q->fill || count % s->wake_at == 0;
 }
 
 /* When the ring being collected in cl closes if it does not fill (0: now). CPU workers
@@ -219,6 +226,7 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
     uint64_t deadline = UINT64_MAX;
     int n = 0;
     pthread_mutex_lock(&q->lock);
+    q->fill = limit;
     /* The ring to leave: the class whose oldest task is oldest among those that are
      * full or have waited long enough; a non-batchable task older than it goes first. */
     class_list_t *pick = NULL;
