@@ -127,6 +127,14 @@ struct convoy__device {
     int64_t load;              /* tasks taken and not completed, published for placement:
                                   read and written with __atomic builtins (this header is
                                   also compiled as C++) */
+    /* Tasks pushed to its queue and not yet taken: placement weighs them with load, else
+     * a device whose progress thread is busy starting a ring looks as free as one with
+     * nothing queued, and takes every task placed meanwhile (two lanes of one H200 got
+     * 44 and 30 rings of the same run). Pushing threads add, its progress thread takes
+     * away; a line apart from load, which that thread reads at every pass (padding, not
+     * alignment: devices come from calloc). */
+    char queued_apart[64];
+    int64_t queued;
 };
 
 /* Host memory services a GPU component offers (pinned slabs); optional. */

@@ -144,7 +144,10 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
     int room = (int)CONVOY__MIN((int64_t)CONVOY__RING_CAP, p->max_inflight - load);
     n = p->ctx->sched->pop(p->ctx->sched_state, p->queue, p->popped, room, convoy__now_ns(),
                            load == 0, deadline_p);
-    __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
+    if (n > 0) {
+        __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&p->dev->queued, n, __ATOMIC_RELAXED);
+    }
     return n;
 }
 

@@ -48,7 +48,8 @@ int convoy__sched_place_locality(void *state, convoy_context_t *ctx, convoy__tas
             if (on == i || (on == CONVOY__COH_HOST && convoy__coh_hint(d) == i))
                 here += d->bytes;
         }
-        int64_t load = __atomic_load_n(&dev->load, __ATOMIC_RELAXED);
+        int64_t load = __atomic_load_n(&dev->load, __ATOMIC_RELAXED) +
+                       __atomic_load_n(&dev->queued, __ATOMIC_RELAXED);
         if (best == 0 || here > best_bytes || (here == best_bytes && load < best_load)) {
             best = i + 1;
             best_bytes = here;

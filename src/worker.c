@@ -46,6 +46,8 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
         slot.next = task;
         return;
     }
+    if (queue > 0)
+        __atomic_fetch_add(&ctx->accel[queue - 1]->queued, 1, __ATOMIC_RELAXED);
     int wake = ctx->sched->push(ctx->sched_state, queue, task);
     if (wake)
         convoy__queue_wake(ctx, queue);

@@ -1310,6 +1310,60 @@ START_TEST(test_room_sized_ring_wakes_device)
 }
 END_TEST
 
+static int spread_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    (*(int *)t->flows[0])++;
+    return 0;
+}
+
+START_TEST(test_independent_tasks_spread_evenly)
+{
+    /* Proves: independent tasks inserted in a row go to two devices in equal shares (each
+     * between 40% and 60%), though their progress threads take them at times of their
+     * own: a device whose queue holds tasks counts them as load. Here each takes 16 tasks
+     * (max_inflight) and no more until they complete, which sim_delay_us holds back:
+     * counting only the tasks taken, both would look equally loaded from the 33rd task
+     * on, and the first would get all the rest (233 of 256 when it was so). */
+    enum { N = 256 };
+    const char *const preset[] = {
+        "devices", "sim",          "sim_count", "2",       "max_inflight", "16", "batch_max_tasks",
+        "16",      "sim_delay_us", "20000",     "verbose", "error",        NULL};
+    convoy_context_t *ctx = tu_init(preset);
+    convoy_access_t rw = CONVOY_RW;
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &cls), 0);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, spread_chore), 0);
+    int *word = calloc(N, sizeof(int));
+    convoy_data_t **d = calloc(N, sizeof(*d));
+    ck_assert(word != NULL && d != NULL);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(convoy_data_new(ctx, &word[i], sizeof(int), &d[i]), CONVOY_SUCCESS);
+    convoy__sim_counters_t c0[2], c1[2];
+    for (int l = 0; l < 2; l++)
+        convoy__sim_get_counters(convoy__ctx_accel(ctx, l), &c0[l]);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d[i]), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    uint64_t ran[2];
+    for (int l = 0; l < 2; l++) {
+        convoy__sim_get_counters(convoy__ctx_accel(ctx, l), &c1[l]);
+        ran[l] = c1[l].copies[CONVOY__H2D] - c0[l].copies[CONVOY__H2D]; /* one per task */
+    }
+    ck_assert_uint_eq(ran[0] + ran[1], N);
+    for (int l = 0; l < 2; l++)
+        ck_assert_msg(ran[l] >= N * 4 / 10 && ran[l] <= N * 6 / 10,
+                      "sim%d ran %llu of %d independent tasks", l, (unsigned long long)ran[l], N);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(word[i], 1);
+        convoy_data_free(d[i]);
+    }
+    free(d);
+    free(word);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("batch");
@@ -1330,6 +1384,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_memory_pressure);
     tcase_add_test(tc, test_full_ring_wakes_device);
     tcase_add_test(tc, test_room_sized_ring_wakes_device);
+    tcase_add_test(tc, test_independent_tasks_spread_evenly);
     tc = tu_tcase(s, "failures", 60);
     tcase_add_test(tc, test_stage_in_failure_retried);
     tcase_add_test(tc, test_pushout_failure_retried);
