@@ -99,22 +99,41 @@ static const convoy__device_component_t *find_device(const char *name, size_t le
     return NULL;
 }
 
-/* Open every device of one accelerator component. */
+/*
+ * Open every device of one accelerator component, each as `lanes` accelerators (the
+ * parameter): lane j of device k is opened with local index k (a component shares what
+ * is per device among its lanes, as the sim its link), is named "<name>k.j", and may use
+ * 1/lanes of the memory the component gives the device. To placement, coherence and the
+ * pipeline a lane is an accelerator like any other, with its own progress thread,
+ * streams and events: so one GPU's host work is spread over several threads without a
+ * lock between them (doc/design.md, "Lanes").
+ */
 static convoy_status_t open_component(convoy_context_t *ctx, const convoy__device_component_t *c,
                                       int count)
 {
-    for (int k = 0; k < count; k++) {
+    int lanes = (int)convoy__param_int(&ctx->params, "lanes");
+    for (int k = 0; k < count * lanes; k++) {
+        char name[sizeof(ctx->accel[0]->name)];
+        if (lanes > 1)
+            snprintf(name, sizeof(name), "%s%d.%d", c->name, k / lanes, k % lanes);
+        else
+            snprintf(name, sizeof(name), "%s%d", c->name, k);
         if (ctx->naccel == CONVOY__MAX_ACCEL) {
-            convoy__log_warn("more than %d accelerators: %s%d and later are not used",
-                             CONVOY__MAX_ACCEL, c->name, k);
+            convoy__log_warn("more than %d accelerators: %s and later are not used",
+                             CONVOY__MAX_ACCEL, name);
             break;
         }
         convoy__device_t *dev;
-        convoy_status_t st = c->open(ctx, k, ctx->naccel, &dev);
+        convoy_status_t st = c->open(ctx, k / lanes, ctx->naccel, &dev);
         if (st != CONVOY_SUCCESS)
             return st;
+        if (lanes > 1) {
+            dev->mem_capacity /= (size_t)lanes;
+            snprintf(dev->name, sizeof(dev->name), "%s", name);
+        }
         ctx->accel[ctx->naccel++] = dev;
-        convoy__log_info("device %s opened", dev->name);
+        convoy__log_info("device %s opened (%zu bytes of memory for convoy)", dev->name,
+                         dev->mem_capacity);
         /* dev->component: a module's own component, whose host_mem is the real one. */
         if (dev->component->host_mem != NULL && ctx->host_mem == NULL) {
             ctx->host_mem = dev->component->host_mem;

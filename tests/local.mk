@@ -25,6 +25,7 @@ convoy_check_suites = \
 	tests/check_workers \
 	tests/check_done_batch \
 	tests/check_devcache \
+	tests/check_lanes \
 	tests/check_version \
 	tests/check_trace_path \
 	tests/check_bind
@@ -41,6 +42,10 @@ convoy_check_util = tests/test_util.c tests/test_util.h
 tests_check_param_SOURCES = tests/check_param.c $(convoy_check_util)
 tests_check_param_CFLAGS = $(convoy_check_cflags)
 tests_check_param_LDADD = $(convoy_check_ldadd)
+
+tests_check_lanes_SOURCES = tests/check_lanes.c $(convoy_check_util)
+tests_check_lanes_CFLAGS = $(convoy_check_cflags)
+tests_check_lanes_LDADD = $(convoy_check_ldadd)
 
 tests_check_component_SOURCES = tests/check_component.c $(convoy_check_util)
 tests_check_component_CFLAGS = $(convoy_check_cflags)

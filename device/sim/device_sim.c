@@ -482,9 +482,13 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
 
     dev->hostmem = convoy__hostslab_attach(&convoy__sim_hostslab_ops, ctx,
                                            (size_t)convoy__param_int(p, "sim_host_slab"));
-    if (dev->hostmem == NULL) {
+    dev->link = convoy__sim_link_attach(ctx, local_index);
+    if (dev->hostmem == NULL || dev->link == NULL) {
+        convoy__hostslab_detach(dev->hostmem);
+        convoy__sim_link_detach(dev->link);
         free(dev);
-        return CONVOY_ERR_NOMEM;
+        return convoy__error(ctx, CONVOY_ERR_NOMEM, "sim%d: out of memory for its state",
+                             local_index);
     }
 
     pthread_condattr_t attr;
@@ -516,6 +520,7 @@ err_lock:
     pthread_mutex_destroy(&dev->lock);
 err_free:
     convoy__hostslab_detach(dev->hostmem);
+    convoy__sim_link_detach(dev->link);
     free(dev);
     return convoy__error(ctx, CONVOY_ERR_DEVICE, "sim%d: open: pthread initialisation returned %d",
                          local_index, rc);
@@ -547,6 +552,7 @@ static void sim_close(convoy__device_t *d)
     free(dev->heap);
     free(dev->records);
     convoy__hostslab_detach(dev->hostmem);
+    convoy__sim_link_detach(dev->link);
     free(dev);
 }
 

@@ -131,6 +131,21 @@ struct convoy__sim_event {
 
 typedef struct convoy__sim_block convoy__sim_block_t; /* an allocation's header */
 
+/* A device's link, shared by its lanes (sim_link.c). */
+typedef struct convoy__sim_link {
+    pthread_mutex_t lock; /* guards free_at; taken inside a lane's device lock */
+    uint64_t free_at[3];  /* per direction: when the link is next free (modelled) */
+    convoy_context_t *ctx;
+    int local_index; /* the device it belongs to: one link per (ctx, local_index) */
+    int refs;        /* lanes attached */
+    struct convoy__sim_link *next;
+} convoy__sim_link_t;
+
+/* The link of device local_index of ctx, attached once per lane; NULL when out of
+ * memory. Detach accepts NULL. */
+convoy__sim_link_t *convoy__sim_link_attach(convoy_context_t *ctx, int local_index);
+void convoy__sim_link_detach(convoy__sim_link_t *link);
+
 struct convoy__sim_dev {
     convoy__device_t base; /* first: what the pipeline sees */
     /* Cost model and fault injection, read from the parameters at open. */
@@ -156,7 +171,7 @@ struct convoy__sim_dev {
     uint64_t idle_seen;       /* done_events when idle_wait last returned */
     uint64_t *heap;           /* min-heap of future completion times of executed records */
     int heap_len, heap_cap;
-    uint64_t link_free[3]; /* per direction: when the link is next free (modelled) */
+    convoy__sim_link_t *link; /* the copies' timelines, shared with the device's other lanes */
 
     uint64_t nsubmissions, nallocs, nlaunches; /* what fault injection counts */
     uint64_t nsubmissions_home;                /* of them device to host (sim_fail_async_home) */

@@ -159,16 +159,18 @@ uint64_t convoy__sim_time_copy_locked(convoy__sim_dev_t *dev, uint64_t after, co
     uint64_t start = CONVOY__MAX(after, op->enqueue_ns);
     size_t total = op->dir_bytes[0] + op->dir_bytes[1] + op->dir_bytes[2];
     uint64_t end = start + op->overhead_ns + ns_of((double)total * dev->ns_per_byte);
+    pthread_mutex_lock(&dev->link->lock);
     for (int d = 0; d < 3; d++) {
         if (op->dir_bytes[d] == 0)
             continue;
         /* The link carries one transfer at a time in each direction, in the order they
          * are timed; a busy link delays the end, not the start. */
-        uint64_t xs = CONVOY__MAX(dev->link_free[d], start);
+        uint64_t xs = CONVOY__MAX(dev->link->free_at[d], start);
         uint64_t xe = xs + ns_of((double)op->dir_bytes[d] * dev->ns_per_byte);
-        dev->link_free[d] = xe;
+        dev->link->free_at[d] = xe;
         end = CONVOY__MAX(end, xe);
     }
+    pthread_mutex_unlock(&dev->link->lock);
     convoy__sim_record_t *rec = sim_find_record_locked(dev, op->seq);
     if (rec)
         rec->complete_ns = end;
