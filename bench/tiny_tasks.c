@@ -8,8 +8,8 @@
  * program allocates itself, which convoy copies through its pinned bounce: doc/cuda.md).
  *
  * Last line: tiny_tasks sched=S device=D tasks=N flow_bytes=B inputs=I outputs=O
- * host_memory=pinned|malloc batch_chore=on|off seconds=T tasks_per_s=R h2d_submissions=..
- * h2d_copies=.. d2h_submissions=.. d2h_copies=.. launches=.. verified=yes|no
+ * host_memory=pinned|malloc batch_chore=on|off seconds=T insert_seconds=I tasks_per_s=R
+ * h2d_submissions=.. h2d_copies=.. d2h_submissions=.. d2h_copies=.. launches=.. verified=yes|no
  *
  * It exits 1 when results do not verify, 2 on bad options.
  */
@@ -229,6 +229,7 @@ int main(int argc, char **argv)
     long faults0 = bench_page_faults();
     double t0 = bench_now();
     int ok = run_insert(ctx, cls, &r) == 0;
+    double insert_secs = bench_now() - t0;
     convoy_status_t st = convoy_wait(ctx);
     double secs = bench_now() - t0;
     long faults = bench_page_faults() - faults0;
@@ -258,12 +259,13 @@ int main(int argc, char **argv)
             printf("raw_cuda baselines skipped: no CUDA device in use\n");
     }
     printf("tiny_tasks sched=%s device=%s tasks=%d flow_bytes=%zu inputs=%d outputs=%d "
-           "host_memory=%s batch_chore=%s seconds=%.6f tasks_per_s=%.0f h2d_submissions=%llu "
+           "host_memory=%s batch_chore=%s seconds=%.6f insert_seconds=%.6f tasks_per_s=%.0f "
+           "h2d_submissions=%llu "
            "h2d_copies=%llu "
            "d2h_submissions=%llu d2h_copies=%llu launches=%llu page_faults=%ld verified=%s\n",
            convoy_sched_name(ctx), bench_device(ctx), r.tasks, r.flow_bytes, r.inputs, r.outputs,
-           r.pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs, r.tasks / secs,
-           (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
+           r.pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs, insert_secs,
+           r.tasks / secs, (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
            (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
            (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),
            (unsigned long long)(s1.d2h_copies - s0.d2h_copies),
