@@ -91,7 +91,7 @@ const convoy__param_def_t convoy__core_params[] = {
             "one lane and read on another moves through host memory, and a GPU's chores run "
             "on several threads at once. On the H200 host tiny_tasks' one progress thread is "
             "its limit: 2 lanes ran it 1.10-1.45x as fast as 1 in the same calls (medians "
-            "777k-1018k tasks/s; doc/results.md, 2026-12-02 evening)"},
+            "760k-1018k tasks/s; doc/results.md, 2026-12-02 evening)"},
     {.name = "nthreads",
      .type = CONVOY__PARAM_INT,
      .def = "0",
