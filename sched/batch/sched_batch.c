@@ -196,8 +196,10 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
      * datum would be a cache miss on the progress thread, under the queue's lock. */
     task->sched_mark = (uint8_t)(queue != 0 && is_large(s, task));
     cl->large += task->sched_mark;
+    /* Decided under the lock: q->fill is the pop's to write. */
+    int wake = queue == 0 || count == 1 || count == q->fill || count % s->wake_at == 0;
     pthread_mutex_unlock(&q->lock);
-    return queue == 0 || count == 1 || count == q->fill || count % s->wake_at == 0;
+    return wake;
 }
 
 /* When the ring being collected in cl closes if it does not fill (0: now). CPU workers
