@@ -127,7 +127,8 @@ struct convoy__device {
     int64_t load;              /* tasks taken and not completed, published for placement:
                                   read and written with __atomic builtins (this header is
                                   also compiled as C++) */
-    /* Tasks pushed to its queue and not yet taken: placement weighs them with load, else
+    /* The program's tasks pushed to its queue and not yet taken (not convoy's own flushes
+     * and drops, which are not placed and may wait a while): placement weighs them with load, else
      * a device whose progress thread is busy starting a ring looks as free as one with
      * nothing queued, and takes every task placed meanwhile (two lanes of one H200 got
      * 44 and 30 rings of the same run). Pushing threads add, its progress thread takes

@@ -146,7 +146,10 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
                            load == 0, deadline_p);
     if (n > 0) {
         __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
-        __atomic_fetch_sub(&p->dev->queued, n, __ATOMIC_RELAXED);
+        int user = 0;
+        for (int i = 0; i < n; i++)
+            user += !convoy__task_internal(p->popped[i]);
+        __atomic_fetch_sub(&p->dev->queued, user, __ATOMIC_RELAXED);
     }
     return n;
 }
@@ -440,10 +443,9 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     p->profile = (int)convoy__param_int(&ctx->params, "progress_profile");
     p->spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "progress_spin_us") * 1000.0);
     p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
-    size_t cap = (size_t)convoy__param_int(&ctx->params, "device_memory");
-    if (cap > 0 && cap < dev->mem_capacity)
-        dev->mem_capacity = cap;
-    size_t cache = (size_t)convoy__param_int(&ctx->params, "device_cache");
+    /* Per device, split among its lanes (device_memory: src/component.c). */
+    size_t cache = (size_t)convoy__param_int(&ctx->params, "device_cache") /
+                   (size_t)convoy__param_int(&ctx->params, "lanes");
     convoy__devmem_init(&p->mem, dev, CONVOY__MIN(cache, dev->mem_capacity / 4));
     dev->pipeline = p;
     if (p->method >= 0 && !(dev->methods & (1u << p->method))) {

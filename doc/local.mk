@@ -22,6 +22,7 @@ dist_man3_MANS = doc/convoy.3
 EXTRA_DIST += \
 	doc/results/plot.sh \
 	doc/results/h200-2026-12-02-hostcopies.log \
+	doc/results/h200-2026-12-02-lanes.log \
 	doc/results/h200-2026-12-02-morning.log \
 	doc/results/h200-2026-12-02-prefetch.log \
 	doc/results/h200-2026-12-02-written.log \

@@ -103,7 +103,9 @@ static const convoy__device_component_t *find_device(const char *name, size_t le
  * Open every device of one accelerator component, each as `lanes` accelerators (the
  * parameter): lane j of device k is opened with local index k (a component shares what
  * is per device among its lanes, as the sim its link), is named "<name>k.j", and may use
- * 1/lanes of the memory the component gives the device. To placement, coherence and the
+ * 1/lanes of the memory convoy may use on the device (what the component offers, or
+ * device_memory if less); the pipeline splits device_cache and pageable_bounce_limit
+ * the same way. To placement, coherence and the
  * pipeline a lane is an accelerator like any other, with its own progress thread,
  * streams and events: so one GPU's host work is spread over several threads without a
  * lock between them (doc/design.md, "Lanes").
@@ -118,15 +120,22 @@ static convoy_status_t open_component(convoy_context_t *ctx, const convoy__devic
             snprintf(name, sizeof(name), "%s%d.%d", c->name, k / lanes, k % lanes);
         else
             snprintf(name, sizeof(name), "%s%d", c->name, k);
-        if (ctx->naccel == CONVOY__MAX_ACCEL) {
-            convoy__log_warn("more than %d accelerators: %s and later are not used",
-                             CONVOY__MAX_ACCEL, name);
+        /* A device is used with all its lanes or not at all. */
+        if (k % lanes == 0 && ctx->naccel + lanes > CONVOY__MAX_ACCEL) {
+            convoy__log_warn("more than %d accelerators (lanes count each): device %s%d and "
+                             "later are not used",
+                             CONVOY__MAX_ACCEL, c->name, k / lanes);
             break;
         }
         convoy__device_t *dev;
         convoy_status_t st = c->open(ctx, k / lanes, ctx->naccel, &dev);
         if (st != CONVOY_SUCCESS)
             return st;
+        /* device_memory limits the device, whose lanes share it as they share what
+         * the device offers. */
+        size_t cap = (size_t)convoy__param_int(&ctx->params, "device_memory");
+        if (cap > 0 && cap < dev->mem_capacity)
+            dev->mem_capacity = cap;
         if (lanes > 1) {
             dev->mem_capacity /= (size_t)lanes;
             snprintf(dev->name, sizeof(dev->name), "%s", name);

@@ -152,14 +152,15 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "64M",
      .min = 4096,
      .max = 1099511627776.0,
-     .doc = "bytes of pinned bounce blocks a device holds at once; a submission that would "
-            "pass it goes straight"},
+     .doc = "bytes of pinned bounce blocks a device holds at once (shared evenly by its "
+            "lanes); a submission that would pass it goes straight"},
     {.name = "pageable_bounce_threads",
      .type = CONVOY__PARAM_INT,
      .def = "-1",
      .min = -1,
      .max = 64,
-     .doc = "helper threads per accelerator that share the bounce's memcpy of a submission "
+     .doc = "helper threads per accelerator (per lane with lanes > 1) that share the bounce's "
+            "memcpy of a submission "
             "(256 KiB or more) with its progress thread; they poll spin_us after a job, and "
             "up to spin_busy_us from the start of a ring after one whose bounce they shared "
             "(doc/cuda.md); 0: the progress thread alone; -1: half the process's cores "
@@ -177,16 +178,17 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "0",
      .min = 0,
      .max = 1125899906842624.0, /* 1P */
-     .doc = "bytes of memory convoy may use on each accelerator (0: what the device offers); "
-            "small values exercise eviction (bench/evict)"},
+     .doc = "bytes of memory convoy may use on each device (0: what the device offers), "
+            "shared evenly by its lanes; small values exercise eviction (bench/evict)"},
     {.name = "device_cache",
      .type = CONVOY__PARAM_SIZE,
      .def = "1G",
      .min = 0,
      .max = 1125899906842624.0, /* 1P */
      .doc = "bytes (as the flows ask them) of freed device buffers of up to 1 MiB each "
-            "accelerator keeps by size for the next copy of that size; at most a quarter of "
-            "what convoy may use there (device_memory), given back when an allocation finds "
+            "device keeps by size for the next copy of that size (shared evenly by its "
+            "lanes); at most a quarter of what convoy may use there (device_memory), given back "
+            "when an allocation finds "
             "the device full, and at convoy_fini; 0: none. On the H200 host a new copy's "
             "allocation through the device pool took 520-620 TSC cycles, half of its "
             "reserve (doc/results.md, 2026-12-01)"},

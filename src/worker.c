@@ -46,7 +46,7 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
         slot.next = task;
         return;
     }
-    if (queue > 0)
+    if (queue > 0 && !convoy__task_internal(task))
         __atomic_fetch_add(&ctx->accel[queue - 1]->queued, 1, __ATOMIC_RELAXED);
     int wake = ctx->sched->push(ctx->sched_state, queue, task);
     if (wake)

@@ -20,8 +20,8 @@ START_TEST(names_and_memory)
 {
     /* Proves: with lanes 2 and sim_count 2 there are four accelerators, sim0.0, sim0.1,
      * sim1.0 and sim1.1 in that order, each with half of sim_memory; with lanes 1 the
-     * names and the memory are those without lanes; lanes 0 and 9 are refused, naming the
-     * value. */
+     * names and the memory are those without lanes; device_memory is the device's,
+     * shared by its lanes; lanes 0 and 9 are refused, naming the value. */
     const char *const two[] = {"devices", "sim",        "sim_count", "2", "lanes",
                                "2",       "sim_memory", "64M",       NULL};
     convoy_context_t *ctx = tu_init(two);
@@ -31,6 +31,14 @@ START_TEST(names_and_memory)
         ck_assert_str_eq(convoy_accel_name(ctx, i), names[i]);
         ck_assert_uint_eq(convoy__ctx_accel(ctx, i)->mem_capacity, 32u << 20);
     }
+    convoy_fini(ctx);
+
+    /* device_memory limits the device: its lanes share it. */
+    ctx = tu_init((const char *const[]){"devices", "sim", "lanes", "2", "sim_memory", "64M",
+                                        "device_memory", "16M", NULL});
+    ck_assert_int_eq(convoy_accel_count(ctx), 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_uint_eq(convoy__ctx_accel(ctx, i)->mem_capacity, 8u << 20);
     convoy_fini(ctx);
 
     ctx = tu_init((const char *const[]){"devices", "sim", "lanes", "1", "sim_memory", "64M", NULL});
@@ -54,6 +62,20 @@ static int reads_only(const convoy_task_view_t *t, void *s)
     (void)s;
     return 0;
 }
+
+START_TEST(whole_devices_only)
+{
+    /* Proves: where the lanes of every device would pass the most accelerators convoy
+     * holds (16), the devices that fit are used with all their lanes and the rest not
+     * at all: 6 sim devices with 3 lanes each are 5 devices, 15 accelerators, the last
+     * sim4.2. */
+    convoy_context_t *ctx = tu_init((const char *const[]){"devices", "sim", "sim_count", "6",
+                                                          "lanes", "3", "sim_memory", "8M", NULL});
+    ck_assert_int_eq(convoy_accel_count(ctx), 15);
+    ck_assert_str_eq(convoy_accel_name(ctx, 14), "sim4.2");
+    convoy_fini(ctx);
+}
+END_TEST
 
 START_TEST(lanes_share_the_link)
 {
@@ -168,6 +190,7 @@ static Suite *lanes_suite(void)
     TCase *tc = tcase_create("sim");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, names_and_memory);
+    tcase_add_test(tc, whole_devices_only);
     tcase_add_test(tc, lanes_share_the_link);
     tcase_add_test(tc, data_cross_lanes);
     suite_add_tcase(s, tc);
