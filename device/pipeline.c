@@ -146,10 +146,9 @@ static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
                            load == 0, deadline_p);
     if (n > 0) {
         __atomic_fetch_add(&p->dev->load, n, __ATOMIC_RELAXED);
-        int user = 0;
-        for (int i = 0; i < n; i++)
-            user += !convoy__task_internal(p->popped[i]);
-        __atomic_fetch_sub(&p->dev->queued, user, __ATOMIC_RELAXED);
+        /* A ring is of one class (ring.c): the program's tasks or convoy's own. */
+        if (!convoy__task_internal(p->popped[0]))
+            __atomic_fetch_sub(&p->dev->queued, n, __ATOMIC_RELAXED);
     }
     return n;
 }

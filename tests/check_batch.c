@@ -1368,7 +1368,8 @@ START_TEST(test_drops_are_not_load)
      * placement does not steer the program's tasks away from it meanwhile; they still
      * run by convoy_fini. */
     enum { N = 8 };
-    const char *const preset[] = {"devices", "sim", "batch_drop_wait_us", "3.6e9", NULL};
+    const char *const preset[] = {"sched", "batch", "devices", "sim", "batch_drop_wait_us",
+                                  "3.6e9", NULL};
     convoy_context_t *ctx = tu_init(preset);
     convoy__device_t *dev = convoy__ctx_accel(ctx, 0);
     convoy_access_t rw = CONVOY_RW;
