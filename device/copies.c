@@ -275,6 +275,9 @@ static void count(convoy_context_t *ctx, int stage_kind, const convoy__submissio
     if (stage_kind == CONVOY__STAGE_EVICT) {
         atomic_fetch_add_explicit(&st->eviction_submissions, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&st->eviction_copies, (uint64_t)sub->count, memory_order_relaxed);
+    } else if (stage_kind == CONVOY__STAGE_BEHIND) {
+        atomic_fetch_add_explicit(&st->write_behind_copies, (uint64_t)sub->count,
+                                  memory_order_relaxed);
     } else if (!in) {
         atomic_fetch_add_explicit(&st->flush_copies, (uint64_t)sub->count, memory_order_relaxed);
     }
@@ -308,6 +311,7 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
 {
     convoy__device_t *dev = p->dev;
     convoy_context_t *ctx = p->ctx;
+    int traced_kind = stage_kind == CONVOY__STAGE_BEHIND ? CONVOY__STAGE_OUT : stage_kind;
     ctx->sched->plan(ctx->sched_state, dev, s->copies, s->n, &s->plan);
     if (!p->bounce_ready)
         bounce_setup(p);
@@ -358,7 +362,7 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
             ev->traced = 1;
             ev->tr = (convoy__trace_event_t){
                 .kind = CONVOY__EV_SUBMISSION,
-                .stage = (uint8_t)stage_kind,
+                .stage = (uint8_t)traced_kind,
                 .method = (int8_t)(sub->count == 1 ? CONVOY__METHOD_LOOP : method),
                 .split = (uint8_t)sub->split,
                 .pid = (int16_t)p->queue,

@@ -170,16 +170,21 @@ typedef struct convoy__bounce {
 typedef struct convoy__outbatch {
     convoy__pev_t *ev;        /* one reference */
     convoy__bounce_t *bounce; /* the block the copies land in first, freed at retire */
+    size_t bytes;             /* of its copies, counted in p->out_bytes until it retires */
     int n;
     struct convoy__outbatch *next;
     convoy__devcopy_t *copies[];
 } convoy__outbatch_t;
 
+/* A pushout home written behind (stage_issue's stage_kind): traced as a pushout
+ * (CONVOY__STAGE_OUT), counted apart in the statistics. */
+#define CONVOY__STAGE_BEHIND 3
+
 /* The parts of the progress loop that progress_profile times (pipeline.c). */
 enum {
     CONVOY__PROF_OUTBOUND, /* polling pushouts home */
     CONVOY__PROF_RINGS,    /* polling rings: stages, launches, completions */
-    CONVOY__PROF_EAGER,    /* pushing final versions home while a wait is pending */
+    CONVOY__PROF_EAGER,    /* pushing final versions home (a wait is pending, write-behind) */
     CONVOY__PROF_POP,      /* taking tasks from the scheduler */
     CONVOY__PROF_START,    /* starting rings: copies planned and submitted, launches */
     CONVOY__PROF_IDLE,     /* sleeping or waiting on the device */
@@ -231,8 +236,12 @@ typedef struct convoy__pipe {
     int64_t max_inflight;         /* tasks */
     convoy__task_t *deferred;     /* waiting for device memory, oldest first */
     convoy__outbatch_t *outbound; /* pushouts home in flight, by submission */
-    convoy__devcopy_t **eager;    /* final versions to push home now (a wait is pending), */
-    int neager, eager_cap;        /* each held with one user */
+    size_t out_bytes;             /* their bytes */
+    size_t write_behind;          /* write_behind: out_bytes up to which final versions go home */
+    convoy__devcopy_t **eager;    /* final versions to push home now (a wait is pending, or */
+    int neager, eager_cap;        /* write-behind), each held with one user */
+    size_t eager_bytes;           /* their bytes */
+    int eager_demand;             /* one of them was added for a pending wait */
     convoy__pev_t *free_pevs;
     int method;                /* copy_method: -1 auto */
     int bounce_mode;           /* pageable_bounce, once bounce_ready (copies.c) */
@@ -360,9 +369,10 @@ int convoy__evict_dirty(convoy__pipe_t *p, size_t want);
 /* Retire the pushouts home that have landed; returns 1 when one did. */
 int convoy__outbound_poll(convoy__pipe_t *p);
 /* Hold c (one user) to push it home with the others of this progress pass: its writer
- * completed while a convoy_wait is pending and no later writer exists. 0 when there is
- * no room to remember it (it then waits for the wait's own flush). */
-int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c);
+ * completed while a convoy_wait is pending (demand 1) or within write_behind's window
+ * (demand 0), and no later writer exists. 0 when there is no room to remember it (it
+ * then waits for the wait's own flush). */
+int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c, int demand);
 /* Push the held copies home in one plan and let them go. */
 void convoy__push_eager(convoy__pipe_t *p);
 /* At destroy: nothing runs any more; settle what was in flight. */

@@ -66,6 +66,7 @@ static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
     }
     convoy__bounce_put(p, b->bounce, 0);
     convoy__pev_put(p, b->ev);
+    p->out_bytes -= b->bytes;
     free(b);
 }
 
@@ -96,7 +97,7 @@ void convoy__outbound_drop(convoy__pipe_t *p)
 }
 
 /*
- * Push copies[0..n) home in one plan (stage_kind OUT or EVICT). Each copy's pushout is
+ * Push copies[0..n) home in one plan (stage_kind OUT, BEHIND or EVICT). Each copy's pushout is
  * put on p->outbound; ok[i] says whether copy i was enqueued (a failure leaves it dirty;
  * msg gets the first cause). Copies proven landed at once (no event, stream waited for)
  * are settled here.
@@ -161,6 +162,8 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         }
         convoy__outbatch_t *b = batch[s.sub_of[i]];
         b->copies[b->n++] = c;
+        b->bytes += c->data->bytes;
+        p->out_bytes += c->data->bytes;
         c->out_ev = ev;
     }
     for (int k = 0; k < s.plan.nsubs && batch != NULL; k++)
@@ -200,7 +203,7 @@ int convoy__evict_dirty(convoy__pipe_t *p, size_t want)
     return n;
 }
 
-int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c)
+int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c, int demand)
 {
     if (p->neager == p->eager_cap) {
         int cap = p->eager_cap ? 2 * p->eager_cap : 256;
@@ -211,6 +214,8 @@ int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c)
         p->eager_cap = cap;
     }
     p->eager[p->neager++] = c;
+    p->eager_bytes += c->data->bytes;
+    p->eager_demand |= demand;
     return 1;
 }
 
@@ -227,12 +232,15 @@ void convoy__push_eager(convoy__pipe_t *p)
     char *ok = n > 0 ? malloc((size_t)n) : NULL;
     char msg[256] = "";
     if (ok != NULL)
-        push_home(p, p->eager, n, CONVOY__STAGE_OUT, ok, msg, sizeof(msg));
+        push_home(p, p->eager, n, p->eager_demand ? CONVOY__STAGE_OUT : CONVOY__STAGE_BEHIND, ok,
+                  msg, sizeof(msg));
     /* A failure here is no one's: the copy stays dirty and the wait's flush retries. */
     for (int i = 0; i < n; i++)
         convoy__devmem_release(&p->mem, p->eager[i]);
     free(ok);
     p->neager = 0;
+    p->eager_bytes = 0;
+    p->eager_demand = 0;
 }
 
 /* ---- transfer rings ----------------------------------------------------------------- */

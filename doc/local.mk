@@ -26,6 +26,7 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-02-morning.log \
 	doc/results/h200-2026-12-02-prefetch.log \
 	doc/results/h200-2026-12-02-written.log \
+	doc/results/h200-2026-12-03-write-behind.log \
 	doc/results/h200-2026-12-01-run2-bench.log \
 	doc/results/h200-2026-12-01-run3-bench.log \
 	doc/results/h200-2026-12-01-run5-bench.log \

@@ -369,7 +369,7 @@ typedef struct convoy_stats {
     uint64_t split_copies; /**< copies sent alone because they exceeded the split size */
     uint64_t retried_copies;
     uint64_t evictions;
-    uint64_t launches; /**< chore and batch chore calls on accelerators */
+    uint64_t launches;   /**< chore and batch chore calls on accelerators */
     uint64_t d2d_copies; /**< device-to-device copies (the only newest version saved
                               before a task overwrites it, so a failure loses nothing) */
     uint64_t d2d_bytes;
@@ -385,7 +385,9 @@ typedef struct convoy_stats {
     uint64_t dist_flows_received;
     uint64_t dist_bytes_sent; /**< payload bytes of the flows */
     uint64_t dist_bytes_received;
-    uint64_t dist_large_sent; /**< flows over dist_large_bytes, each sent alone */
+    uint64_t dist_large_sent;     /**< flows over dist_large_bytes, each sent alone */
+    uint64_t write_behind_copies; /**< outputs pushed home as they were written, before
+                                       anything needed them there (write_behind) */
 } convoy_stats_t;
 
 void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *stats);

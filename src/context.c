@@ -243,6 +243,7 @@ void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *s)
     s->eviction_submissions = a->eviction_submissions;
     s->eviction_copies = a->eviction_copies;
     s->transfers_failed = a->transfers_failed;
+    s->write_behind_copies = a->write_behind_copies;
     if (ctx->dist_hooks != NULL)
         ctx->dist_hooks->stats(ctx, s);
 }

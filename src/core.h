@@ -197,6 +197,7 @@ typedef struct convoy__stats_atomic {
     _Atomic uint64_t split_copies, retried_copies, evictions;
     _Atomic uint64_t d2d_copies, d2d_bytes, flush_copies;
     _Atomic uint64_t eviction_submissions, eviction_copies, transfers_failed;
+    _Atomic uint64_t write_behind_copies;
 } convoy__stats_atomic_t;
 
 struct convoy_context {

@@ -62,17 +62,18 @@ static unsigned char in_byte(int t, size_t i)
     return (unsigned char)(t * 31 + i * 7 + (i >> 8));
 }
 
-/* A context with these presets (plus the test's base) and n tasks' data of size(t). */
+/* A context with these presets (plus the test's base) and n tasks' data of size(t). The
+ * outputs come home at the wait, in the calls the tests count (write_behind 0). */
 static void world_open(world_t *w, const char *const *extra, int n, size_t (*size)(int))
 {
     const char *kv[64] = {
-        "devices", "sim",   "sched",           "batch", "nthreads",          "2",  "bind", "0",
-        "verbose", "error", "batch_max_tasks", NULL,    "batch_max_wait_us", "1e7",
-        "batch_idle_close", "0"};
+        "devices",          "sim", "sched",        "batch", "nthreads",          "2",  "bind", "0",
+        "verbose",          "error", "batch_max_tasks", NULL, "batch_max_wait_us", "1e7",
+        "batch_idle_close", "0",   "write_behind", "0"};
     char ntasks[16];
     snprintf(ntasks, sizeof(ntasks), "%d", n);
     kv[11] = ntasks;
-    int k = 16;
+    int k = 18;
     for (int i = 0; extra != NULL && extra[i] != NULL; i++)
         kv[k++] = extra[i];
     kv[k] = NULL;

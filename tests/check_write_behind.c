@@ -1,0 +1,341 @@
+/*
+ * check_write_behind: the parameter write_behind (device/ring_done.c, doc/design.md
+ * "Write-behind"). A task's output (a datum it writes without reading it), of 4 KiB or
+ * more, that no later task writes goes home as soon as its task completes, while the
+ * device's pushouts home in flight stay within write_behind's bytes (shared by its
+ * lanes); its device copy stays valid. A datum updated in place, a small output, a
+ * resident or scratch one stay until something needs them, as with write_behind 0. A
+ * pushout written behind that fails loses nothing: the wait brings the version home.
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device/sim/sim.h"
+#include "src/context.h"
+#include "src/core.h"
+#include "tests/test_util.h"
+
+#define KiB ((size_t)1024)
+#define N 64
+
+/* out = in + 1, word by word */
+static int produce_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    const uint32_t *in = t->flows[0];
+    uint32_t *out = t->flows[1];
+    for (size_t i = 0; i < t->flow_bytes[1] / 4; i++)
+        out[i] = in[i] + 1;
+    return 0;
+}
+
+/* d += 1, word by word */
+static int update_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    uint32_t *w = t->flows[0];
+    for (size_t i = 0; i < t->flow_bytes[0] / 4; i++)
+        w[i]++;
+    return 0;
+}
+
+typedef struct world {
+    convoy_context_t *ctx;
+    convoy_class_t *produce, *update;
+    uint32_t *in[N], *out[N];
+    convoy_data_t *din[N], *dout[N];
+    size_t bytes;
+} world_t;
+
+/* A sim context with zero costs, the tests' presets after the base, and N inputs of
+ * `bytes` (word i of input k is k + i) with N outputs of the same size (zeros). */
+static void world_open(world_t *w, size_t bytes, const char *const *extra)
+{
+    const char *kv[64] = {"devices",
+                          "sim",
+                          "sched",
+                          "batch",
+                          "nthreads",
+                          "2",
+                          "bind",
+                          "0",
+                          "verbose",
+                          "error",
+                          "sim_submit_us",
+                          "0",
+                          "sim_copy_us",
+                          "0",
+                          "sim_single_copy_us",
+                          "0",
+                          "sim_launch_us",
+                          "0",
+                          "batch_max_wait_us",
+                          "20"};
+    int k = 20;
+    for (int i = 0; extra != NULL && extra[i] != NULL; i++)
+        kv[k++] = extra[i];
+    kv[k] = NULL;
+    memset(w, 0, sizeof(*w));
+    w->ctx = tu_init(kv);
+    w->bytes = bytes;
+    convoy_access_t pm[2] = {CONVOY_READ, CONVOY_WRITE}, rw = CONVOY_RW;
+    ck_assert_int_eq(
+        convoy_class_new(w->ctx, "produce", 2, pm, CONVOY_CLASS_BATCHABLE, &w->produce),
+        CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->produce, CONVOY_DEVICE_SIM, produce_chore), 0);
+    ck_assert_int_eq(convoy_class_new(w->ctx, "update", 1, &rw, CONVOY_CLASS_BATCHABLE, &w->update),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->update, CONVOY_DEVICE_SIM, update_chore), 0);
+    for (int t = 0; t < N; t++) {
+        w->in[t] = convoy_host_alloc(w->ctx, bytes);
+        w->out[t] = convoy_host_alloc(w->ctx, bytes);
+        ck_assert(w->in[t] != NULL && w->out[t] != NULL);
+        for (size_t i = 0; i < bytes / 4; i++)
+            w->in[t][i] = (uint32_t)(t + i);
+        memset(w->out[t], 0, bytes);
+        ck_assert_int_eq(convoy_data_new(w->ctx, w->in[t], bytes, &w->din[t]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_data_new(w->ctx, w->out[t], bytes, &w->dout[t]), CONVOY_SUCCESS);
+    }
+}
+
+static void world_close(world_t *w)
+{
+    for (int t = 0; t < N; t++) {
+        convoy_data_free(w->din[t]);
+        convoy_data_free(w->dout[t]);
+        convoy_host_free(w->ctx, w->in[t]);
+        convoy_host_free(w->ctx, w->out[t]);
+    }
+    convoy_fini(w->ctx);
+}
+
+static void produce(world_t *w, int t)
+{
+    convoy_data_t *f[2] = {w->din[t], w->dout[t]};
+    ck_assert_int_eq(convoy_task_insert(w->ctx, w->produce, NULL, 0, f), CONVOY_SUCCESS);
+}
+
+static convoy_stats_t stats(const world_t *w)
+{
+    convoy_stats_t s;
+    convoy_get_stats(w->ctx, &s);
+    return s;
+}
+
+/* Poll the statistics until tasks_completed reaches n and, when behind > 0,
+ * write_behind_copies reaches behind (10 s at most, times the build's slowdown); then
+ * give the progress threads `settle_ms` more. */
+static convoy_stats_t settle(const world_t *w, uint64_t n, uint64_t behind, int settle_ms)
+{
+    double limit = 10.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    convoy_stats_t s = stats(w);
+    for (double t = 0; t < limit && (s.tasks_completed < n || s.write_behind_copies < behind);
+         t += 1e-3) {
+        nanosleep(&ms, NULL);
+        s = stats(w);
+    }
+    ck_assert_uint_eq(s.tasks_completed, n);
+    ck_assert_uint_ge(s.write_behind_copies, behind);
+    for (int i = 0; i < settle_ms; i++)
+        nanosleep(&ms, NULL);
+    return stats(w);
+}
+
+/* What accelerator a's sim logged of its pushouts home: the most copies one submission
+ * carried, and how many submissions were refused with an injected failure. */
+typedef struct pushouts {
+    int most, failed;
+} pushouts_t;
+
+static pushouts_t pushouts(const world_t *w, int a)
+{
+    convoy__device_t *dev = convoy__ctx_accel(w->ctx, a);
+    int n = convoy__sim_records(dev, NULL, 0);
+    convoy__sim_record_t *r = calloc((size_t)n + 1, sizeof(*r));
+    ck_assert(r != NULL);
+    n = convoy__sim_records(dev, r, n);
+    pushouts_t po = {0, 0};
+    for (int k = 0; k < n; k++)
+        if (r[k].dir == CONVOY__D2H) {
+            po.most = r[k].copies > po.most ? r[k].copies : po.most;
+            po.failed += r[k].failed;
+        }
+    free(r);
+    return po;
+}
+
+/* Output t holds input t plus `plus`. */
+static void check_out(const world_t *w, int t, uint32_t plus)
+{
+    for (size_t i = 0; i < w->bytes / 4; i++)
+        ck_assert_msg(w->out[t][i] == (uint32_t)(t + i) + plus, "output %d word %zu: %u", t, i,
+                      w->out[t][i]);
+}
+
+START_TEST(outputs_go_home_as_written)
+{
+    /* Proves: with the default write_behind, 64 outputs of 8 KiB go home as their tasks
+     * complete, before any wait: 64 copies written behind, none flushed on demand; the
+     * wait then pushes none again, and the outputs are right. Their device copies stay
+     * valid: tasks reading them as inputs stage nothing in for them. */
+    world_t w;
+    world_open(&w, 8 * KiB, NULL);
+    for (int t = 0; t < N; t++)
+        produce(&w, t);
+    convoy_stats_t s = settle(&w, N, N, 0);
+    ck_assert_uint_eq(s.d2h_copies, N);
+    ck_assert_uint_eq(s.flush_copies, 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    s = stats(&w);
+    ck_assert_uint_eq(s.d2h_copies, N);
+    ck_assert_uint_eq(s.write_behind_copies, N);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 1);
+    /* Outputs as inputs: out[t] -> in[t] (in[t] becomes out[t] + 1 = in + 2). */
+    for (int t = 0; t < N; t++) {
+        convoy_data_t *f[2] = {w.dout[t], w.din[t]};
+        ck_assert_int_eq(convoy_task_insert(w.ctx, w.produce, NULL, 0, f), CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    ck_assert_uint_eq(stats(&w).h2d_copies, N); /* the first round's inputs only */
+    for (int t = 0; t < N; t++)
+        for (size_t i = 0; i < w.bytes / 4; i++)
+            ck_assert_uint_eq(w.in[t][i], (uint32_t)(t + i) + 2);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(what_stays_on_the_device)
+{
+    /* Proves: nothing goes home before the wait, 20 ms after every task completed, for
+     * (i = 0) 8 KiB outputs with write_behind 0; (1) 8 KiB data updated in place (RW);
+     * (2) 1 KiB outputs; (3) resident and (4) scratch outputs of 8 KiB. The wait then
+     * brings home all but the resident and scratch ones. */
+    const char *const off[] = {"write_behind", "0", NULL};
+    world_t w;
+    world_open(&w, _i == 2 ? 1 * KiB : 8 * KiB, _i == 0 ? off : NULL);
+    for (int t = 0; t < N && _i >= 3; t++)
+        ck_assert_int_eq(
+            convoy_data_set_flags(w.dout[t], _i == 3 ? CONVOY_DATA_RESIDENT : CONVOY_DATA_SCRATCH),
+            CONVOY_SUCCESS);
+    for (int t = 0; t < N; t++) {
+        if (_i == 1)
+            ck_assert_int_eq(convoy_task_insert(w.ctx, w.update, NULL, 0, &w.din[t]),
+                             CONVOY_SUCCESS);
+        else
+            produce(&w, t);
+    }
+    convoy_stats_t s = settle(&w, N, 0, 20);
+    ck_assert_uint_eq(s.write_behind_copies, 0);
+    ck_assert_uint_eq(s.d2h_copies, 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    s = stats(&w);
+    ck_assert_uint_eq(s.write_behind_copies, 0);
+    ck_assert_uint_eq(s.d2h_copies, _i >= 3 ? 0 : N);
+    for (int t = 0; t < N && _i <= 2; t++) {
+        if (_i == 1)
+            for (size_t i = 0; i < w.bytes / 4; i++)
+                ck_assert_uint_eq(w.in[t][i], (uint32_t)(t + i) + 1);
+        else
+            check_out(&w, t, 1);
+    }
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(window_bounds_the_pushouts)
+{
+    /* Proves: with every copy submission landing 20 ms late (sim_delay_us), rings of 16
+     * tasks completing together, and write_behind 32 KiB, no submission written behind
+     * carries more than 4 outputs of 8 KiB (i = 0), or 2 with 2 lanes sharing the 32 KiB
+     * (i = 1): the window counts what is in flight. Some are written behind, and after the wait
+     * every output is home once and right. */
+    const char *const extra[] = {"write_behind",
+                                 "32K",
+                                 "sim_delay_us",
+                                 "20000",
+                                 "batch_max_tasks",
+                                 "16",
+                                 "batch_max_wait_us",
+                                 "1e6",
+                                 "lanes",
+                                 _i == 0 ? "1" : "2",
+                                 NULL};
+    int most = _i == 0 ? 4 : 2;
+    world_t w;
+    world_open(&w, 8 * KiB, extra);
+    for (int t = 0; t < N; t++)
+        produce(&w, t);
+    convoy_stats_t s = settle(&w, N, (uint64_t)most, 0);
+    uint64_t before = s.write_behind_copies;
+    for (int a = 0; a < convoy_accel_count(w.ctx); a++) {
+        pushouts_t po = pushouts(&w, a);
+        ck_assert_msg(po.most <= most, "%s: a pushout of %d copies", convoy_accel_name(w.ctx, a),
+                      po.most);
+    }
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    s = stats(&w);
+    ck_assert_uint_ge(s.write_behind_copies, before);
+    ck_assert_uint_eq(s.d2h_copies, N);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(failed_write_behind_loses_nothing)
+{
+    /* Proves: when the first pushout home, written behind, fails as it runs (i = 0,
+     * sim_fail_async_home) or at its submission (i = 1, sim_fail_submission 2, after the
+     * one stage-in of a ring of 16), the outputs stay the newest versions on the device:
+     * the wait succeeds, brings them home, and every output is right. No error reaches
+     * the program. */
+    const char *const extra[] = {_i == 0 ? "sim_fail_async_home" : "sim_fail_submission",
+                                 _i == 0 ? "1" : "2",
+                                 "batch_max_tasks",
+                                 "16",
+                                 "batch_max_wait_us",
+                                 "1e6",
+                                 NULL};
+    world_t w;
+    world_open(&w, 8 * KiB, extra);
+    for (int t = 0; t < 16; t++)
+        produce(&w, t);
+    settle(&w, 16, 0, 20);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy_stats_t s = stats(&w);
+    ck_assert_uint_ge(s.d2h_copies, 16);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    for (int t = 0; t < 16; t++)
+        check_out(&w, t, 1);
+    /* Failed as it ran: counted as sent, then sent again by the wait; failed at its
+     * submission: the sim logged the refusal. */
+    if (_i == 0)
+        ck_assert_uint_gt(s.d2h_copies, 16);
+    else
+        ck_assert_int_ge(pushouts(&w, 0).failed, 1);
+    ck_assert_uint_ge(s.write_behind_copies, 1);
+    world_close(&w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("write_behind");
+    TCase *tc = tu_tcase(s, "write_behind", 30);
+    tcase_add_test(tc, outputs_go_home_as_written);
+    tcase_add_loop_test(tc, what_stays_on_the_device, 0, 5);
+    tcase_add_loop_test(tc, window_bounds_the_pushouts, 0, 2);
+    tcase_add_loop_test(tc, failed_write_behind_loses_nothing, 0, 2);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}
