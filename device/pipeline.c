@@ -503,7 +503,7 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
         convoy__ring_free(p, r);
     }
     for (int i = 0; i < p->neager; i++) /* the loop pushed them all; only holds remain */
-        convoy__devmem_release(&p->mem, p->eager[i]);
+        convoy__eager_release(p, p->eager[i]);
     free(p->eager);
     convoy__outbound_drop(p);
     for (convoy__devcopy_t *c = p->mem.pinned; c != NULL; c = c->lru_next)

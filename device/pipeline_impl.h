@@ -375,6 +375,8 @@ int convoy__outbound_poll(convoy__pipe_t *p);
 int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c, int demand);
 /* Push the held copies home in one plan and let them go. */
 void convoy__push_eager(convoy__pipe_t *p);
+/* Let go of a copy eager_add held without pushing it. */
+void convoy__eager_release(convoy__pipe_t *p, convoy__devcopy_t *c);
 /* At destroy: nothing runs any more; settle what was in flight. */
 void convoy__outbound_drop(convoy__pipe_t *p);
 

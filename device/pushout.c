@@ -32,6 +32,8 @@ static void landed(convoy__pipe_t *p, convoy__devcopy_t *c, int failed)
         c->bounce = NULL;
     }
     c->out_failed = failed;
+    /* After the bytes: a free waiting for this may return and the host memory go. */
+    atomic_fetch_sub_explicit(&d->pushing, 1, memory_order_release);
     if (!failed && convoy__coh_landed_home(d, c->out_version, p->dev->index))
         convoy__coh_note_host(d, c->out_version);
     if (failed && c->evicting)
@@ -105,6 +107,10 @@ void convoy__outbound_drop(convoy__pipe_t *p)
 static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int stage_kind,
                       char *ok, char *msg, size_t msg_len)
 {
+    if (n <= 0)
+        return;
+    for (int i = 0; i < n; i++) /* each reaches landed() once */
+        atomic_fetch_add_explicit(&copies[i]->data->pushing, 1, memory_order_relaxed);
     convoy__stage_t s;
     if (convoy__stage_alloc(&s, n) != 0) {
         snprintf(msg, msg_len, "out of host memory for a pushout of %d copies", n);
@@ -215,8 +221,17 @@ int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c, int demand)
     }
     p->eager[p->neager++] = c;
     p->eager_bytes += c->data->bytes;
+    atomic_fetch_add_explicit(&c->data->pushing, 1, memory_order_relaxed);
     p->eager_demand |= demand;
     return 1;
+}
+
+/* Let go of a copy eager_add held: its datum's count first (push_home counted its own
+ * pushout), as the release may free the copy and with it the datum. */
+void convoy__eager_release(convoy__pipe_t *p, convoy__devcopy_t *c)
+{
+    atomic_fetch_sub_explicit(&c->data->pushing, 1, memory_order_release);
+    convoy__devmem_release(&p->mem, c);
 }
 
 void convoy__push_eager(convoy__pipe_t *p)
@@ -227,16 +242,17 @@ void convoy__push_eager(convoy__pipe_t *p)
         if (c->out_ev == NULL && convoy__devmem_dirty(&p->mem, c))
             p->eager[n++] = c;
         else
-            convoy__devmem_release(&p->mem, c);
+            convoy__eager_release(p, c);
     }
     char *ok = n > 0 ? malloc((size_t)n) : NULL;
     char msg[256] = "";
     if (ok != NULL)
         push_home(p, p->eager, n, p->eager_demand ? CONVOY__STAGE_OUT : CONVOY__STAGE_BEHIND, ok,
                   msg, sizeof(msg));
-    /* A failure here is no one's: the copy stays dirty and the wait's flush retries. */
+    /* A failure here is no one's: the copy stays dirty, and the next flush that needs it
+     * pushes it again (transfer_progress). */
     for (int i = 0; i < n; i++)
-        convoy__devmem_release(&p->mem, p->eager[i]);
+        convoy__eager_release(p, p->eager[i]);
     free(ok);
     p->neager = 0;
     p->eager_bytes = 0;
@@ -282,6 +298,13 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     convoy__task_complete_in(t, m->fail == MEMBER_OK ? CONVOY__OK : CONVOY__FAILED, msg, &p->done);
 }
 
+/* Does a flush-all (with_resident or not) bring d home? */
+static int flush_owes(const convoy_data_t *d, int with_resident)
+{
+    unsigned flags = atomic_load(&d->flags);
+    return !(flags & CONVOY_DATA_SCRATCH) && (with_resident || !(flags & CONVOY_DATA_RESIDENT));
+}
+
 /* Flush-all: hold every dirty copy to push (and those already on their way home); with
  * only_final, only final versions (written by the datum's last writer inserted: no later
  * task will overwrite them), so that nothing pushed now is pushed again. Only copies a
@@ -303,8 +326,9 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
             convoy__devmem_unnote_written(&p->mem, c);
             continue;
         }
-        unsigned flags = atomic_load(&c->data->flags);
-        if ((flags & CONVOY_DATA_SCRATCH) || (!with_resident && (flags & CONVOY_DATA_RESIDENT)))
+        /* One on its way home is waited for whatever its flags (made resident or scratch
+         * after its pushout began): nothing writes host memory once the wait returns. */
+        if (c->out_ev == NULL && !flush_owes(c->data, with_resident))
             continue;
         if (only_final && c->out_ev == NULL &&
             c->writer_id != atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire))
@@ -351,8 +375,10 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
         }
         push = malloc((size_t)(r->nheld > 0 ? r->nheld : 1) * sizeof(*push));
         for (int i = 0; i < r->nheld && push != NULL; i++)
-            if (r->held[i]->out_ev == NULL && convoy__devmem_dirty(&p->mem, r->held[i]))
+            if (r->held[i]->out_ev == NULL && convoy__devmem_dirty(&p->mem, r->held[i])) {
+                r->held[i]->stage_ring = r->id; /* pushed by this ring: not again */
                 push[npush++] = r->held[i];
+            }
     } else {
         push = malloc((size_t)n * sizeof(*push));
         for (int i = 0; i < n; i++) {
@@ -400,6 +426,36 @@ static int transfer_ready(const convoy__ring_t *r, const convoy__member_t *m)
     return m->ncopies == 0 || m->copy[0]->out_ev == NULL;
 }
 
+/* Did a pushout this flush waited for, not its own (written behind, a wait's eager push,
+ * another flush's), fail, leaving c the newest version? */
+static int failed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
+                            const convoy__devcopy_t *c)
+{
+    return c->out_failed && c->stage_ring != r->id &&
+           convoy__coh_dirty_on(c->data) == p->dev->index;
+}
+
+/* Push the copies of r that failed_elsewhere home again, once: that failure was no one's,
+ * and this flush owes their versions home. Returns 1 when it pushed any (r waits for
+ * them; a failure of its own push fails r, as for its first). */
+static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies, int n)
+{
+    const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
+    convoy__devcopy_t **again = malloc((size_t)n * sizeof(*again));
+    char *ok = malloc((size_t)n);
+    int k = 0;
+    for (int i = 0; i < n && again != NULL && ok != NULL; i++)
+        if (failed_elsewhere(p, r, copies[i]) && (how == NULL || flush_owes(copies[i]->data, how[0]))) {
+            copies[i]->stage_ring = r->id;
+            again[k++] = copies[i];
+        }
+    if (k > 0)
+        push_home(p, again, k, CONVOY__STAGE_OUT, ok, r->out_msg, sizeof(r->out_msg));
+    free(again);
+    free(ok);
+    return k > 0;
+}
+
 int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
 {
     int moved = 0;
@@ -407,6 +463,11 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         if (m->completed || !transfer_ready(r, m))
             continue;
+        if ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->nheld)) ||
+            (r->kind == RING_FLUSH && m->ncopies > 0 && push_again(p, r, m->copy, 1))) {
+            moved = 1;
+            continue;
+        }
         if (r->kind == RING_FLUSH_ALL) {
             for (int k = 0; k < r->nheld; k++) {
                 convoy__devcopy_t *c = r->held[k];

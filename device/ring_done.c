@@ -73,17 +73,14 @@ static int device_error(const convoy__ring_t *r, const convoy__member_t *m)
     return err;
 }
 
-/* Complete a member whose events have all been seen; returns 0 when it must wait longer
- * (a copy it holds is still arriving for another member, or a pushout home still reads
- * a copy it writes). */
 /* Does the final version flow f of m wrote go home now, with no wait pending? Only an
  * output (written, not read: a datum updated in place is likely to be updated again,
  * and chains pushed 50-75% more bytes home written behind), of 4 KiB or more (smaller
- * pushouts cost the progress thread more than the link: 1 KiB flows ran 949k and 1025k
- * tasks/s written behind, 1233k and 1198k not), while the pushouts home in flight and
- * those gathered this pass stay within write_behind. The link home is otherwise idle
- * while the program inserts, and the wait's flush then finds little left (tiny_tasks 8
- * KiB: 4.6-5.0 ms after the last insertion, 0.7-4.9 written behind; doc/results.md). */
+ * pushouts cost the progress thread more than the link; 1 KiB flows ran 949k and 1025k
+ * tasks/s written behind, 1233k and 1198k not, a weak measurement), while the pushouts
+ * home in flight and those gathered this pass stay within write_behind. The link home
+ * is otherwise idle while the program inserts, and the wait's flush then finds little
+ * left (doc/design.md, "Write-behind"). */
 static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int f)
 {
     size_t bytes = m->task->data[f]->bytes;
@@ -91,6 +88,9 @@ static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int 
            p->out_bytes + p->eager_bytes + bytes <= p->write_behind;
 }
 
+/* Complete a member whose events have all been seen; returns 0 when it must wait longer
+ * (a copy it holds is still arriving for another member, or a pushout home still reads
+ * a copy it writes). */
 static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
 {
     convoy__task_t *t = m->task;

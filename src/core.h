@@ -81,6 +81,8 @@ struct convoy_data {
     _Atomic uint64_t coh;     /* (version << 8) | place, see coherence.h */
     atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it */
     atomic_int failed_writes; /* writers that failed since the last acquire */
+    atomic_int pushing;       /* pushouts home of it in flight, or held to start (write-behind):
+                                 convoy_data_free returns only once none is left */
     struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
     atomic_int refs;                                /* the user's + one per devcopy */
     _Atomic uint64_t host_hash;         /* check_host_writes: hash of the host bytes ... */

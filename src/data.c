@@ -496,6 +496,10 @@ void convoy_data_free(convoy_data_t *data)
                               "on an accelerator: %s",
                               (unsigned long long)data->id, why);
     }
+    /* A pushout home may still be on its way into the host memory (written behind, then
+     * made scratch; or evicted): nothing touches it once the free has returned. */
+    while (atomic_load_explicit(&data->pushing, memory_order_acquire) > 0)
+        convoy__sleep_until_ns(convoy__now_ns() + 20000);
     atomic_fetch_or(&data->flags, CONVOY__DATA_FREED);
     drop_everywhere(ctx, data);
     convoy__data_destroy(data);

@@ -197,12 +197,13 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "16M",
      .min = 0,
      .max = 1125899906842624.0, /* 1P */
-     .doc = "bytes of pushouts home a device may have in flight (shared evenly by its lanes) "
-            "to send a task's outputs home as it completes: a datum of 4 KiB or more that "
-            "the task wrote without reading it and no later task writes; its device copy "
-            "stays valid, and the wait's flush finds it home. 0: outputs wait until "
-            "something needs them on the host. On the H200, tiny_tasks 8 KiB with 2 lanes: "
-            "medians 885k and 947k tasks/s with 0, 1152k and 1035k with 16M (doc/results.md)"},
+     .doc = "a task's outputs start home as it completes (each datum of 4 KiB or more it "
+            "wrote without reading and no later task writes; the device keeps its copy) "
+            "while the device's pushouts home in flight stay within this many bytes (shared "
+            "evenly by its lanes; an output larger than a lane's share is never written "
+            "behind); 0: outputs wait until something needs them on the host. On the H200, "
+            "tiny_tasks 8 KiB with 2 lanes: medians 947k tasks/s with 0, 1035k with 16M, "
+            "1111k with 64M in one call (doc/results.md, 2026-12-03)"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",
