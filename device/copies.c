@@ -80,9 +80,7 @@ static void bounce_setup(convoy__pipe_t *p)
                      : strcmp(mode, "off") == 0 ? BOUNCE_OFF
                                                 : BOUNCE_AUTO;
     p->bounce_max = (size_t)convoy__param_int(&p->ctx->params, "pageable_bounce_max");
-    /* Per device, split among its lanes. */
-    p->bounce_limit = (size_t)convoy__param_int(&p->ctx->params, "pageable_bounce_limit") /
-                      (size_t)convoy__param_int(&p->ctx->params, "lanes");
+    p->bounce_limit = convoy__param_lane_share(&p->ctx->params, "pageable_bounce_limit");
     /* Without pinned memory a bounce is only one more copy: auto leaves it off. */
     if (p->bounce_mode == BOUNCE_AUTO && p->ctx->host_mem == NULL)
         p->bounce_mode = BOUNCE_OFF;

@@ -443,9 +443,8 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     p->spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "progress_spin_us") * 1000.0);
     p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
     /* Per device, split among its lanes (device_memory: src/component.c). */
-    size_t lanes = (size_t)convoy__param_int(&ctx->params, "lanes");
-    size_t cache = (size_t)convoy__param_int(&ctx->params, "device_cache") / lanes;
-    p->write_behind = (size_t)convoy__param_int(&ctx->params, "write_behind") / lanes;
+    size_t cache = convoy__param_lane_share(&ctx->params, "device_cache");
+    p->write_behind = convoy__param_lane_share(&ctx->params, "write_behind");
     convoy__devmem_init(&p->mem, dev, CONVOY__MIN(cache, dev->mem_capacity / 4));
     dev->pipeline = p;
     if (p->method >= 0 && !(dev->methods & (1u << p->method))) {

@@ -104,8 +104,8 @@ static const convoy__device_component_t *find_device(const char *name, size_t le
  * parameter): lane j of device k is opened with local index k (a component shares what
  * is per device among its lanes, as the sim its link), is named "<name>k.j", and may use
  * 1/lanes of the memory convoy may use on the device (what the component offers, or
- * device_memory if less); the pipeline splits device_cache and pageable_bounce_limit
- * the same way. To placement, coherence and the
+ * device_memory if less); the pipeline splits device_cache, pageable_bounce_limit and
+ * write_behind the same way (convoy__param_lane_share). To placement, coherence and the
  * pipeline a lane is an accelerator like any other, with its own progress thread,
  * streams and events: so one GPU's host work is spread over several threads without a
  * lock between them (doc/design.md, "Lanes").

@@ -526,6 +526,11 @@ int64_t convoy__param_int(const convoy__params_t *params, const char *name)
     return convoy__param_lookup(params, name)->v.i;
 }
 
+size_t convoy__param_lane_share(const convoy__params_t *params, const char *name)
+{
+    return (size_t)convoy__param_int(params, name) / (size_t)convoy__param_int(params, "lanes");
+}
+
 double convoy__param_double(const convoy__params_t *params, const char *name)
 {
     return convoy__param_lookup(params, name)->v.d;

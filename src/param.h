@@ -77,6 +77,9 @@ void convoy__params_free(convoy__params_t *params);
 /* Look-ups; the name must exist (a missing one is a programming error: assert). */
 const convoy__param_value_t *convoy__param_lookup(const convoy__params_t *params, const char *name);
 int64_t convoy__param_int(const convoy__params_t *params, const char *name);
+/* A size parameter that is a device's (device_cache, pageable_bounce_limit, write_behind)
+ * as one lane of the device gets it: its value divided evenly by lanes. */
+size_t convoy__param_lane_share(const convoy__params_t *params, const char *name);
 double convoy__param_double(const convoy__params_t *params, const char *name);
 const char *convoy__param_str(const convoy__params_t *params, const char *name);
 
