@@ -75,9 +75,9 @@ static int device_error(const convoy__ring_t *r, const convoy__member_t *m)
 
 /* Does the final version flow f of m wrote go home now, with no wait pending? Only an
  * output (written, not read: a datum updated in place is likely to be updated again,
- * and chains pushed 50-75% more bytes home written behind), of 4 KiB or more (smaller
- * pushouts cost the progress thread more than the link; 1 KiB flows ran 949k and 1025k
- * tasks/s written behind, 1233k and 1198k not, a weak measurement), while the pushouts
+ * and chains pushed 50-75% more bytes home written behind), of 4 KiB or more (a smaller
+ * one costs the progress thread more than the link; the floor halves the submissions of
+ * 1-2 KiB outputs, whose throughput showed no difference either way), while the pushouts
  * home in flight and those gathered this pass stay within write_behind. The link home
  * is otherwise idle while the program inserts, and the wait's flush then finds little
  * left (doc/design.md, "Write-behind"). */
