@@ -1,5 +1,5 @@
 /*
- * The CPU and sim read-modify-write chores and their class (rw_chores.h).
+ * The CPU and sim chores and their classes (rw_chores.h).
  */
 #include "config.h"
 
@@ -11,9 +11,11 @@
 int rw_cpu_chore(const convoy_task_view_t *t, void *stream)
 {
     (void)stream;
-    uint32_t add = *(const uint32_t *)t->args, *w = t->flows[0];
+    uint32_t add = *(const uint32_t *)t->args;
+    const uint32_t *src = t->flows[0];
+    uint32_t *dst = t->flows[t->nflows - 1];
     for (size_t i = 0; i < t->flow_bytes[0] / sizeof(uint32_t); i++)
-        w[i] += add;
+        dst[i] = src[i] + add;
     return 0;
 }
 
@@ -24,11 +26,12 @@ int rw_cpu_batch_chore(const convoy_task_view_t *const *tasks, int n, void *stre
     return 0;
 }
 
-convoy_class_t *rw_class(convoy_context_t *ctx, const char *name)
+static convoy_class_t *class_of(convoy_context_t *ctx, const char *name, int nflows,
+                                const convoy_access_t *modes)
 {
-    convoy_access_t rw = CONVOY_RW;
     convoy_class_t *cls;
-    if (convoy_class_new(ctx, name, 1, &rw, CONVOY_CLASS_BATCHABLE, &cls) != CONVOY_SUCCESS ||
+    if (convoy_class_new(ctx, name, nflows, modes, CONVOY_CLASS_BATCHABLE, &cls) !=
+            CONVOY_SUCCESS ||
         convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, rw_cpu_chore) != CONVOY_SUCCESS ||
         convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, rw_cpu_chore) != CONVOY_SUCCESS ||
         convoy_class_set_batch_chore(cls, CONVOY_DEVICE_SIM, rw_cpu_batch_chore) !=
@@ -41,4 +44,16 @@ convoy_class_t *rw_class(convoy_context_t *ctx, const char *name)
     convoy_class_set_batch_chore(cls, CONVOY_DEVICE_CUDA, rw_cuda_batch_chore);
 #endif
     return cls;
+}
+
+convoy_class_t *rw_class(convoy_context_t *ctx, const char *name)
+{
+    convoy_access_t rw = CONVOY_RW;
+    return class_of(ctx, name, 1, &rw);
+}
+
+convoy_class_t *hop_class(convoy_context_t *ctx, const char *name)
+{
+    convoy_access_t modes[2] = {CONVOY_READ, CONVOY_WRITE};
+    return class_of(ctx, name, 2, modes);
 }

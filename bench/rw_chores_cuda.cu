@@ -1,26 +1,29 @@
 /*
- * The CUDA read-modify-write chores (rw_chores.h): one kernel for a ring, blockIdx.y
- * picking the task, its flow pointers passed in the parameter block.
+ * The CUDA chores (rw_chores.h): one kernel for a ring, blockIdx.y picking the task, its
+ * flow pointers passed in the parameter block (source and destination the same for a RW
+ * flow).
  */
 #include <cuda_runtime.h>
 
 #include "bench/rw_chores.h"
 
-#define RW_MAX_PTRS 2600 /* per launch: 12 bytes each, the parameter block stays under 32 KiB */
+#define RW_MAX_PTRS 1600 /* per launch: 20 bytes each, the parameter block stays under 32 KiB */
 #define RW_THREADS 256
 
 struct rw_params {
     int n; /* words per flow */
     unsigned add[RW_MAX_PTRS];
-    unsigned *p[RW_MAX_PTRS];
+    const unsigned *src[RW_MAX_PTRS];
+    unsigned *dst[RW_MAX_PTRS];
 };
 
 __global__ void rw_kernel(const rw_params P)
 {
-    unsigned *w = P.p[blockIdx.y];
+    const unsigned *src = P.src[blockIdx.y];
+    unsigned *dst = P.dst[blockIdx.y];
     unsigned add = P.add[blockIdx.y];
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < P.n; i += gridDim.x * blockDim.x)
-        w[i] += add;
+        dst[i] = src[i] + add;
 }
 
 static int launch(const convoy_task_view_t *const *tasks, int n, cudaStream_t stream)
@@ -34,8 +37,10 @@ static int launch(const convoy_task_view_t *const *tasks, int n, cudaStream_t st
         int k = n - first < RW_MAX_PTRS ? n - first : RW_MAX_PTRS;
         P.n = words;
         for (int t = 0; t < k; t++) {
-            P.p[t] = (unsigned *)tasks[first + t]->flows[0];
-            P.add[t] = *(const unsigned *)tasks[first + t]->args;
+            const convoy_task_view_t *v = tasks[first + t];
+            P.src[t] = (const unsigned *)v->flows[0];
+            P.dst[t] = (unsigned *)v->flows[v->nflows - 1];
+            P.add[t] = *(const unsigned *)v->args;
         }
         rw_kernel<<<dim3(bx, k), RW_THREADS, 0, stream>>>(P);
     }
