@@ -38,6 +38,8 @@ typedef struct convoy__devcopy {
                                    into the host memory when it lands, before coherence
                                    learns it (copies.c) */
     int out_failed;             /* the last pushout home failed (the copy stays dirty) */
+    unsigned behind_epoch;      /* 1 + ctx->wait_epoch when a pushout written behind last
+                                   carried it; 0 once a flush needed it home */
     int evicting;               /* freed when its pushout lands, unless in use again */
     int evict_failures;         /* eviction pushouts of it that failed */
     int lru_list;               /* which LRU holds it while unused: CONVOY__LRU_* */

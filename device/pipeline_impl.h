@@ -233,15 +233,19 @@ typedef struct convoy__pipe {
     convoy__ring_t *rings;     /* in flight, oldest first */
     convoy__ring_t *kept;      /* rings a launch may still use: freed once the streams are gone */
     int nrings;
-    int64_t max_inflight;         /* tasks */
-    convoy__task_t *deferred;     /* waiting for device memory, oldest first */
-    convoy__outbatch_t *outbound; /* pushouts home in flight, by submission */
-    size_t out_bytes;             /* their bytes */
-    size_t write_behind;          /* write_behind: out_bytes up to which final versions go home */
-    convoy__devcopy_t **eager;    /* final versions to push home now (a wait is pending, or */
-    int neager, eager_cap;        /* write-behind), each held with one user */
-    size_t eager_bytes;           /* their bytes */
-    int eager_demand;             /* one of them was added for a pending wait */
+    int64_t max_inflight;           /* tasks */
+    convoy__task_t *deferred;       /* waiting for device memory, oldest first */
+    convoy__outbatch_t *outbound;   /* pushouts home in flight, by submission */
+    size_t out_bytes;               /* their bytes */
+    size_t write_behind;            /* write_behind: out_bytes up to which final versions go home */
+    convoy__devcopy_t **eager;      /* final versions to push home now (a wait is pending, or */
+    int neager, eager_cap;          /* write-behind), each held with one user */
+    size_t eager_bytes;             /* their bytes */
+    int eager_demand;               /* one of them was added for a pending wait */
+    unsigned behind_epoch;          /* 1 + ctx->wait_epoch that the counts below are of */
+    int behind_sent, behind_wasted; /* copies written behind; of them, overwritten here in
+                                       the same epoch before anything needed them home */
+    unsigned behind_off;            /* 1 + the epoch in which write-behind stopped: wasteful */
     convoy__pev_t *free_pevs;
     int method;                /* copy_method: -1 auto */
     int bounce_mode;           /* pageable_bounce, once bounce_ready (copies.c) */
@@ -375,6 +379,8 @@ int convoy__outbound_poll(convoy__pipe_t *p);
 int convoy__eager_add(convoy__pipe_t *p, convoy__devcopy_t *c, int demand);
 /* Push the held copies home in one plan and let them go. */
 void convoy__push_eager(convoy__pipe_t *p);
+/* Start counting write-behind's waste afresh when a convoy_wait has begun since. */
+void convoy__behind_epoch(convoy__pipe_t *p);
 /* Let go of a copy eager_add held without pushing it. */
 void convoy__eager_release(convoy__pipe_t *p, convoy__devcopy_t *c);
 /* At destroy: nothing runs any more; settle what was in flight. */

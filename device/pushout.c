@@ -141,8 +141,8 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
         if (!s.failed[i] && s.subs[s.sub_of[i]] != NULL)
             count[s.sub_of[i]]++;
     for (int k = 0; k < s.plan.nsubs && count != NULL && batch != NULL; k++)
-        if (count[k] > 0 && (batch[k] = malloc(sizeof(**batch) +
-                                               (size_t)count[k] * sizeof(convoy__devcopy_t *)))) {
+        if (count[k] > 0 &&
+            (batch[k] = malloc(sizeof(**batch) + (size_t)count[k] * sizeof(convoy__devcopy_t *)))) {
             *batch[k] = (convoy__outbatch_t){.ev = s.subs[k], .bounce = s.bounce[k]};
             s.subs[k]->refs++;
             s.bounce[k] = NULL;
@@ -234,6 +234,38 @@ void convoy__eager_release(convoy__pipe_t *p, convoy__devcopy_t *c)
     convoy__devmem_release(&p->mem, c);
 }
 
+void convoy__behind_epoch(convoy__pipe_t *p)
+{
+    unsigned e = 1 + atomic_load_explicit(&p->ctx->wait_epoch, memory_order_relaxed);
+    if (e != p->behind_epoch) {
+        p->behind_epoch = e;
+        p->behind_sent = p->behind_wasted = 0;
+    }
+}
+
+/* Copies were written behind: mark them, and stop writing behind for the rest of the
+ * epoch (until the next convoy_wait) when more than a quarter of the last 256 were
+ * overwritten here before anything needed them home. chains --ping-pong, whose outputs
+ * the next step overwrites, pushed 2-4x its final bytes and ran 27-35% slower on the
+ * H200 without this (doc/results.md, 2026-12-03). */
+static void behind_sent(convoy__pipe_t *p, convoy__devcopy_t **copies, const char *ok, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ok[i]) {
+            copies[i]->behind_epoch = p->behind_epoch;
+            p->behind_sent++;
+        }
+    if (p->behind_sent < 256)
+        return;
+    if (4 * p->behind_wasted > p->behind_sent) {
+        p->behind_off = p->behind_epoch;
+        convoy__log_debug("%s: write-behind off until the next wait: %d of the last %d copies "
+                          "written behind were overwritten here first",
+                          p->dev->name, p->behind_wasted, p->behind_sent);
+    }
+    p->behind_sent = p->behind_wasted = 0;
+}
+
 void convoy__push_eager(convoy__pipe_t *p)
 {
     int n = 0;
@@ -246,9 +278,12 @@ void convoy__push_eager(convoy__pipe_t *p)
     }
     char *ok = n > 0 ? malloc((size_t)n) : NULL;
     char msg[256] = "";
-    if (ok != NULL)
+    if (ok != NULL) {
         push_home(p, p->eager, n, p->eager_demand ? CONVOY__STAGE_OUT : CONVOY__STAGE_BEHIND, ok,
                   msg, sizeof(msg));
+        if (!p->eager_demand)
+            behind_sent(p, p->eager, ok, n);
+    }
     /* A failure here is no one's: the copy stays dirty, and the next flush that needs it
      * pushes it again (transfer_progress). */
     for (int i = 0; i < n; i++)
@@ -267,7 +302,8 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
     convoy__task_t *t = m->task;
     convoy__devcopy_t *c = m->ncopies > 0 ? m->copy[0] : NULL;
     char msg[512] = "";
-    if (m->fail == MEMBER_OK && c != NULL && c->out_failed && convoy__coh_dirty_on(c->data) == p->dev->index)
+    if (m->fail == MEMBER_OK && c != NULL && c->out_failed &&
+        convoy__coh_dirty_on(c->data) == p->dev->index)
         m->fail = MEMBER_FAIL_PUSHOUT;
     if (m->fail != MEMBER_OK) {
         /* A flush-all has no flow: its failure names no datum. */
@@ -284,7 +320,10 @@ static void finish_transfer(convoy__pipe_t *p, convoy__ring_t *r, convoy__member
             snprintf(msg, sizeof(msg),
                      "pushing data home from %s failed: %s; the device copies stay the newest "
                      "versions",
-                     p->dev->name, r->out_msg[0] ? r->out_msg : r->mem_msg[0] ? r->mem_msg : why);
+                     p->dev->name,
+                     r->out_msg[0]   ? r->out_msg
+                     : r->mem_msg[0] ? r->mem_msg
+                                     : why);
     }
     if (c != NULL) {
         convoy__devmem_release(&p->mem, c);
@@ -387,9 +426,11 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
                 continue;
             m[i].copy[0] = c;
             m[i].ncopies = 1;
+            if (kind == RING_FLUSH)
+                c->behind_epoch = 0; /* its version is needed home: not pushed for nothing */
             /* Two flushes of one datum in a ring push it once (marked with the ring). */
-            if (kind == RING_FLUSH && push != NULL && c->out_ev == NULL &&
-                c->stage_ring != r->id && convoy__devmem_dirty(&p->mem, c)) {
+            if (kind == RING_FLUSH && push != NULL && c->out_ev == NULL && c->stage_ring != r->id &&
+                convoy__devmem_dirty(&p->mem, c)) {
                 c->stage_ring = r->id;
                 push[npush++] = c;
             }
@@ -445,7 +486,8 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
     char *ok = malloc((size_t)n);
     int k = 0;
     for (int i = 0; i < n && again != NULL && ok != NULL; i++)
-        if (failed_elsewhere(p, r, copies[i]) && (how == NULL || flush_owes(copies[i]->data, how[0]))) {
+        if (failed_elsewhere(p, r, copies[i]) &&
+            (how == NULL || flush_owes(copies[i]->data, how[0]))) {
             copies[i]->stage_ring = r->id;
             again[k++] = copies[i];
         }
@@ -471,7 +513,8 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
         if (r->kind == RING_FLUSH_ALL) {
             for (int k = 0; k < r->nheld; k++) {
                 convoy__devcopy_t *c = r->held[k];
-                if (c->out_failed && convoy__coh_dirty_on(c->data) == p->dev->index && m->fail == MEMBER_OK) {
+                if (c->out_failed && convoy__coh_dirty_on(c->data) == p->dev->index &&
+                    m->fail == MEMBER_OK) {
                     m->fail = MEMBER_FAIL_PUSHOUT;
                     m->copy[0] = c; /* named in the message */
                     m->ncopies = 1;

@@ -75,17 +75,24 @@ static int device_error(const convoy__ring_t *r, const convoy__member_t *m)
 
 /* Does the final version flow f of m wrote go home now, with no wait pending? Only an
  * output (written, not read: a datum updated in place is likely to be updated again,
- * and chains pushed 50-75% more bytes home written behind), of 4 KiB or more (a smaller
- * one costs the progress thread more than the link; the floor halves the submissions of
- * 1-2 KiB outputs, whose throughput showed no difference either way), while the pushouts
+ * and chains pushed 50-75% more bytes home written behind) of a task no other depends on
+ * yet (a leaf of the graph: chains --ping-pong, whose outputs the next step reads,
+ * pushed 1.5-3x its final bytes and ran 35% slower), of 4 KiB or more (a smaller one
+ * costs the progress thread more than the link; the floor halves the submissions of 1-2
+ * KiB outputs, whose throughput showed no difference either way), while the pushouts
  * home in flight and those gathered this pass stay within write_behind. The link home
  * is otherwise idle while the program inserts, and the wait's flush then finds little
- * left (doc/design.md, "Write-behind"). */
-static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int f)
+ * left (doc/design.md, "Write-behind"). *leaf caches the successors' answer for m
+ * (-1: not asked yet). */
+static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int f, int *leaf)
 {
     size_t bytes = m->task->data[f]->bytes;
-    return bytes >= 4096 && !convoy__task_reads_datum(m->task, f) &&
-           p->out_bytes + p->eager_bytes + bytes <= p->write_behind;
+    if (p->behind_off == p->behind_epoch || bytes < 4096 || convoy__task_reads_datum(m->task, f) ||
+        p->out_bytes + p->eager_bytes + bytes > p->write_behind)
+        return 0;
+    if (*leaf < 0)
+        *leaf = !convoy__task_has_successors(m->task);
+    return *leaf;
 }
 
 /* Complete a member whose events have all been seen; returns 0 when it must wait longer
@@ -94,6 +101,7 @@ static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int 
 static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
 {
     convoy__task_t *t = m->task;
+    convoy__behind_epoch(p);
     for (int f = 0; f < m->ncopies; f++) {
         if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
             return 0;
@@ -124,8 +132,13 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
             } else if (m->fresh[f] == NULL && !ok) {
                 c->version = CONVOY__NO_VERSION; /* half written: the newest is elsewhere */
             }
-            /* The completion below commits version + 1, held here only. */
+            /* The completion below commits version + 1, held here only. A version
+             * written behind and overwritten here before anything needed it home was
+             * pushed for nothing (write_behind stops when that is common). */
             if (ok) {
+                if (c->behind_epoch != 0 && c->behind_epoch == p->behind_epoch)
+                    p->behind_wasted++;
+                c->behind_epoch = 0;
                 c->version = convoy__coh_version(d) + 1;
                 c->writer_id = t->id + 1;
                 convoy__devmem_note_written(&p->mem, c);
@@ -146,10 +159,11 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
      * pending, or within write_behind's window, keeps its user until it is pushed home
      * with the others of this pass. */
     int eager = ok && atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
+    int leaf = -1;
     for (int f = 0; f < m->ncopies; f++) {
         convoy_data_t *d = t->data[f];
-        if ((eager || (ok && write_behind(p, m, f))) && convoy__member_same_datum(m, f) < 0 &&
-            convoy__task_writes_datum(t, f) &&
+        if ((eager || (ok && write_behind(p, m, f, &leaf))) &&
+            convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f) &&
             !(atomic_load_explicit(&d->flags, memory_order_relaxed) &
               (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH)) &&
             atomic_load_explicit(&d->last_writer_id, memory_order_acquire) == t->id + 1 &&

@@ -232,6 +232,7 @@ struct convoy_context {
         *internal[CONVOY__CLS_COUNT]; /* by CONVOY__CLS_*: the classes of internal tasks */
     _Atomic int64_t ndirty;           /* data dirty on an accelerator (coherence.c) */
     atomic_int waiting;               /* threads in convoy_wait: a flush home will follow */
+    atomic_uint wait_epoch;           /* convoy_wait calls begun: write-behind's phases */
     atomic_int device_writes;         /* a device task wrote data since the last wait */
     int check_host_writes;            /* the parameter, read once */
     int cpu_write_backup;             /* the parameter, read once */
@@ -298,6 +299,9 @@ void convoy__task_complete_in(convoy__task_t *task, int outcome, const char *msg
                               convoy__done_batch_t *b);
 /* Take b's tasks off the shared counters, waking the waits they end. */
 void convoy__done_flush(convoy__done_batch_t *b);
+/* Does a task inserted so far depend on t (read or write what it wrote, or write what it
+ * read)? For a running task: its successors are released only at its completion. */
+int convoy__task_has_successors(convoy__task_t *t);
 /* Release a successor whose predecessor is done. */
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
 void convoy__task_unref(convoy__task_t *task);

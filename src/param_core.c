@@ -197,13 +197,15 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "16M",
      .min = 0,
      .max = 1125899906842624.0, /* 1P */
-     .doc = "a task's outputs start home as it completes (each datum of 4 KiB or more it "
-            "wrote without reading and no later task writes; the device keeps its copy) "
-            "while the device's pushouts home in flight stay within this many bytes (shared "
-            "evenly by its lanes; an output larger than a lane's share is never written "
-            "behind); 0: outputs wait until something needs them on the host. On the H200, "
-            "tiny_tasks 8 KiB with 2 lanes: medians 947k tasks/s with 0, 1035k with 16M, "
-            "1111k with 64M in one call (doc/results.md, 2026-12-03)"},
+     .doc = "a task's outputs start home as it completes, if nothing depends on it yet (each "
+            "datum of 4 KiB or more it wrote without reading and no later task writes; the "
+            "device keeps its copy), while the device's pushouts home in flight stay within "
+            "this many bytes (shared evenly by its lanes; an output larger than a lane's "
+            "share is never written behind); a lane stops until the next wait when its tasks "
+            "overwrite more than a quarter of what it wrote behind; 0: outputs wait until "
+            "something needs them on the host. On the H200, tiny_tasks 8 KiB with 2 lanes: "
+            "medians 947k tasks/s with 0, 1035k with 16M, 1111k with 64M in one call "
+            "(doc/results.md, 2026-12-03)"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",

@@ -368,3 +368,11 @@ void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *t)
                                                                 .name = t->cls->name});
     convoy__queue_push(ctx, q, t);
 }
+
+int convoy__task_has_successors(convoy__task_t *t)
+{
+    task_lock(t);
+    int n = t->nsucc;
+    task_unlock(t);
+    return n > 0;
+}

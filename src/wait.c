@@ -125,6 +125,7 @@ convoy_status_t convoy_wait(convoy_context_t *ctx)
      * convoy__push_eager): the flush below then finds little left, and the rest moved
      * while the work still ran. */
     atomic_fetch_add(&ctx->waiting, 1);
+    atomic_fetch_add_explicit(&ctx->wait_epoch, 1, memory_order_relaxed);
     if (convoy__coh_dirty_count(ctx) > 0 && atomic_load(&ctx->inflight) > 0)
         convoy__data_flush_all_start(ctx);
     uint64_t last = wait_cut(ctx);

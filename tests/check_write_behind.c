@@ -1,10 +1,11 @@
 /*
  * check_write_behind: the parameter write_behind (device/ring_done.c, doc/design.md
  * "Write-behind"). A task's output (a datum it writes without reading it), of 4 KiB or
- * more, that no later task writes goes home as soon as its task completes, while the
- * device's pushouts home in flight stay within write_behind's bytes (shared by its
- * lanes); its device copy stays valid. A datum updated in place, a small output, a
- * resident or scratch one stay until something needs them, as with write_behind 0. A
+ * more, that no later task writes goes home as soon as its task completes if no task
+ * depends on that task yet, while the device's pushouts home in flight stay within
+ * write_behind's bytes (shared by its lanes); its device copy stays valid. A datum
+ * updated in place, an output a later task reads, a small output, a resident or scratch
+ * one stay until something needs them, as with write_behind 0. A
  * pushout written behind that fails loses nothing and is no one's error: the wait, or the
  * acquire, that needs the version pushes it again. Nothing writes host memory after a
  * wait or a free returns, even for data made resident or scratch while written behind.
@@ -264,6 +265,72 @@ START_TEST(what_stays_on_the_device)
 }
 END_TEST
 
+START_TEST(outputs_read_later_stay)
+{
+    /* Proves: an output that a task inserted before its writer completed reads (the
+     * writer is not a leaf of the graph: every copy lands 50 ms late, so the reader is in
+     * before) is not written behind, while the reader's own output, which nothing reads,
+     * is: 64 copies written behind of 128 outputs. After the wait both are right. */
+    const char *const extra[] = {"sim_delay_us", "50000", NULL};
+    world_t w;
+    world_open(&w, 8 * KiB, extra, 0);
+    for (int t = 0; t < N; t++) {
+        produce(&w, t);
+        convoy_data_t *f[2] = {w.dout[t], w.din[t]}; /* in = out + 1 */
+        ck_assert_int_eq(convoy_task_insert(w.ctx, w.produce, NULL, 0, f), CONVOY_SUCCESS);
+    }
+    convoy_stats_t s = settle(&w, 2 * N, N, 20);
+    ck_assert_uint_eq(s.write_behind_copies, N);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    s = stats(&w);
+    ck_assert_uint_eq(s.write_behind_copies, N);
+    ck_assert_uint_eq(s.d2h_copies, 2 * N);
+    for (int t = 0; t < N; t++) {
+        check_out(&w, t, 1);
+        for (size_t i = 0; i < w.bytes / 4; i++)
+            ck_assert_uint_eq(w.in[t][i], (uint32_t)(t + i) + 2);
+    }
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(overwritten_outputs_stop_it)
+{
+    /* Proves: outputs overwritten here before anything needed them home stop
+     * write-behind until the next wait. 64 ping-pong chains (step s reads one of a
+     * chain's two data and writes the other), each step inserted once the last one
+     * completed, so that every output is a leaf when its task completes: of the first
+     * 256 written behind, steps 2 and 3 overwrite 128, and the next 12 steps write none
+     * behind (without the rule: all 1024). After a wait a step writes its 64 behind
+     * again. Every value is right. */
+    world_t w;
+    world_open(&w, 8 * KiB, NULL, 0);
+    convoy_data_t **x[2] = {w.din, w.dout};
+    for (int s = 0; s < 16; s++) {
+        for (int t = 0; t < N; t++) {
+            convoy_data_t *f[2] = {x[s % 2][t], x[(s + 1) % 2][t]};
+            ck_assert_int_eq(convoy_task_insert(w.ctx, w.produce, NULL, 0, f), CONVOY_SUCCESS);
+        }
+        settle(&w, (uint64_t)(s + 1) * N, 0, 0);
+    }
+    convoy_stats_t st = settle(&w, 16 * N, 0, 20);
+    ck_assert_uint_ge(st.write_behind_copies, 256);
+    ck_assert_uint_le(st.write_behind_copies, 256 + 2 * N);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < N; t++)
+        for (size_t i = 0; i < w.bytes / 4; i++)
+            ck_assert_uint_eq(w.in[t][i], (uint32_t)(t + i) + 16);
+    uint64_t before = stats(&w).write_behind_copies;
+    for (int t = 0; t < N; t++)
+        produce(&w, t);
+    settle(&w, 17 * N, before + N, 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 17);
+    world_close(&w);
+}
+END_TEST
+
 START_TEST(window_bounds_the_pushouts)
 {
     /* Proves: with every copy submission landing 20 ms late (sim_delay_us), rings of 16
@@ -395,6 +462,8 @@ static Suite *suite(void)
     TCase *tc = tu_tcase(s, "write_behind", 30);
     tcase_add_test(tc, outputs_go_home_as_written);
     tcase_add_loop_test(tc, what_stays_on_the_device, 0, 5);
+    tcase_add_test(tc, outputs_read_later_stay);
+    tcase_add_test(tc, overwritten_outputs_stop_it);
     tcase_add_loop_test(tc, window_bounds_the_pushouts, 0, 2);
     tcase_add_loop_test(tc, failed_write_behind_loses_nothing, 0, 2);
     tcase_add_loop_test(tc, needing_a_failing_write_behind, 0, 2);
