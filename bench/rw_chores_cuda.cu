@@ -17,6 +17,9 @@ struct rw_params {
     unsigned *dst[RW_MAX_PTRS];
 };
 
+/* CUDA 12.1 and later on sm_70 and up take parameter blocks up to 32764 bytes. */
+static_assert(sizeof(rw_params) <= 32764, "rw_params passes the kernel parameter limit");
+
 __global__ void rw_kernel(const rw_params P)
 {
     const unsigned *src = P.src[blockIdx.y];

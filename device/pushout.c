@@ -237,6 +237,7 @@ void convoy__eager_release(convoy__pipe_t *p, convoy__devcopy_t *c)
 void convoy__behind_epoch(convoy__pipe_t *p)
 {
     unsigned e = 1 + atomic_load_explicit(&p->ctx->wait_epoch, memory_order_relaxed);
+    e += e == 0; /* 0 means unmarked */
     if (e != p->behind_epoch) {
         p->behind_epoch = e;
         p->behind_sent = p->behind_wasted = 0;
@@ -245,7 +246,9 @@ void convoy__behind_epoch(convoy__pipe_t *p)
 
 /* Copies were written behind: mark them, and stop writing behind for the rest of the
  * epoch (until the next convoy_wait) when more than a quarter of the last 256 were
- * overwritten here before anything needed them home. chains --ping-pong, whose outputs
+ * overwritten here before anything read them home (an acquire, a CPU task, a stage-in
+ * elsewhere: convoy__coh_read_home). A lane sees only its own overwrites: with lanes, a
+ * datum overwritten on another lane is not counted. chains --ping-pong, whose outputs
  * the next step overwrites, pushed 2-4x its final bytes and ran 27-35% slower on the
  * H200 without this (doc/results.md, 2026-12-03). */
 static void behind_sent(convoy__pipe_t *p, convoy__devcopy_t **copies, const char *ok, int n)
@@ -253,6 +256,7 @@ static void behind_sent(convoy__pipe_t *p, convoy__devcopy_t **copies, const cha
     for (int i = 0; i < n; i++)
         if (ok[i]) {
             copies[i]->behind_epoch = p->behind_epoch;
+            atomic_store_explicit(&copies[i]->data->behind_unread, 1, memory_order_relaxed);
             p->behind_sent++;
         }
     if (p->behind_sent < 256)

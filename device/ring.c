@@ -162,6 +162,7 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
         c->stage_ring = r->id;
         c->stage_slot = s->n;
         convoy__coh_note_host(d, version);
+        convoy__coh_read_home(d);
         slot[s->n] = (slot_t){.copy = c, .member = -1};
         s->copies[s->n] = (convoy__copy_t){.dst = c->ptr,
                                            .src = d->host,

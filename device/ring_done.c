@@ -136,7 +136,8 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
              * written behind and overwritten here before anything needed it home was
              * pushed for nothing (write_behind stops when that is common). */
             if (ok) {
-                if (c->behind_epoch != 0 && c->behind_epoch == p->behind_epoch)
+                if (c->behind_epoch != 0 && c->behind_epoch == p->behind_epoch &&
+                    atomic_load_explicit(&d->behind_unread, memory_order_relaxed))
                     p->behind_wasted++;
                 c->behind_epoch = 0;
                 c->version = convoy__coh_version(d) + 1;

@@ -134,3 +134,10 @@ int convoy__coh_host_changed(convoy_data_t *d, uint64_t v)
     return hash_bytes(d->host, d->bytes) !=
            atomic_load_explicit(&d->host_hash, memory_order_relaxed);
 }
+
+void convoy__coh_read_home(convoy_data_t *d)
+{
+    /* Read first: the line stays shared while no write-behind marked it. */
+    if (atomic_load_explicit(&d->behind_unread, memory_order_relaxed))
+        atomic_store_explicit(&d->behind_unread, 0, memory_order_relaxed);
+}

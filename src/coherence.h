@@ -58,6 +58,10 @@ int convoy__coh_take_failed(convoy_data_t *d);
 /* Data whose newest version is on an accelerator only, over the context. */
 int64_t convoy__coh_dirty_count(const convoy_context_t *ctx);
 
+/* Something reads d's version at home (an acquire, a CPU task, a stage-in elsewhere):
+ * a write-behind that brought it there was not for nothing (device/pushout.c). */
+void convoy__coh_read_home(convoy_data_t *d);
+
 /*
  * check_host_writes: the host bytes of d are a copy of version v that a device copy now
  * also holds; remember their hash, so that a later change of host memory made without

@@ -83,6 +83,8 @@ struct convoy_data {
     atomic_int failed_writes; /* writers that failed since the last acquire */
     atomic_int pushing;       /* pushouts home of it in flight, or held to start (write-behind):
                                  convoy_data_free returns only once none is left */
+    atomic_int behind_unread; /* its version home came by write-behind and nothing has read
+                                 it there yet (an acquire, a CPU task, another device) */
     struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
     atomic_int refs;                                /* the user's + one per devcopy */
     _Atomic uint64_t host_hash;         /* check_host_writes: hash of the host bytes ... */

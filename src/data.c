@@ -347,6 +347,7 @@ convoy_status_t convoy_data_acquire(convoy_data_t *data, convoy_access_t mode)
                              failed == 0 ? " or were cancelled" : "",
                              first[0] ? " (first failure: " : "", first, first[0] ? ")" : "");
     }
+    convoy__coh_read_home(data);
     return CONVOY_SUCCESS;
 }
 

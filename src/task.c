@@ -308,6 +308,8 @@ static int fetch_for(convoy_context_t *ctx, convoy__task_t *t, int place)
         if (j != CONVOY__COH_HOST && j != place && !dup) {
             need[n] = d;
             from[n++] = j;
+        } else if (j == CONVOY__COH_HOST && place == CONVOY__COH_HOST) {
+            convoy__coh_read_home(d); /* the CPUs use the host's version */
         }
     }
     if (n == 0)
