@@ -486,20 +486,22 @@ static int failed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
 static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies, int n)
 {
     const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
-    convoy__devcopy_t **again = malloc((size_t)n * sizeof(*again));
-    char *ok = malloc((size_t)n);
     int k = 0;
-    for (int i = 0; i < n && again != NULL && ok != NULL; i++)
+    /* Failures are rare: move them to the front of copies (its order does not matter),
+     * rather than allocate for every flush. */
+    for (int i = 0; i < n; i++)
         if (failed_elsewhere(p, r, copies[i]) &&
             (how == NULL || flush_owes(copies[i]->data, how[0]))) {
-            copies[i]->stage_ring = r->id;
-            again[k++] = copies[i];
+            convoy__devcopy_t *c = copies[i];
+            copies[i] = copies[k];
+            copies[k++] = c;
+            c->stage_ring = r->id;
         }
-    if (k > 0)
-        push_home(p, again, k, CONVOY__STAGE_OUT, ok, r->out_msg, sizeof(r->out_msg));
-    free(again);
+    char *ok = k > 0 ? malloc((size_t)k) : NULL;
+    if (ok != NULL)
+        push_home(p, copies, k, CONVOY__STAGE_OUT, ok, r->out_msg, sizeof(r->out_msg));
     free(ok);
-    return k > 0;
+    return ok != NULL;
 }
 
 int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)

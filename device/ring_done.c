@@ -101,7 +101,6 @@ static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int 
 static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
 {
     convoy__task_t *t = m->task;
-    convoy__behind_epoch(p);
     for (int f = 0; f < m->ncopies; f++) {
         if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
             return 0;
@@ -136,7 +135,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
              * written behind and overwritten here before anything needed it home was
              * pushed for nothing (write_behind stops when that is common). */
             if (ok) {
-                if (c->behind_epoch != 0 && c->behind_epoch == p->behind_epoch &&
+                if (c->behind_epoch == p->behind_epoch && /* never 0 */
                     atomic_load_explicit(&d->behind_unread, memory_order_relaxed))
                     p->behind_wasted++;
                 c->behind_epoch = 0;
@@ -232,6 +231,7 @@ static int progress_ungrouped(convoy__pipe_t *p, convoy__ring_t *r)
 int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
 {
     int moved = 0;
+    convoy__behind_epoch(p); /* once per ring: its members' completions read it */
     if (r->kind != RING_TASKS)
         moved = convoy__transfer_progress(p, r);
     else if (r->groups == NULL)
