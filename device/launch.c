@@ -187,13 +187,18 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
 
 void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g)
 {
-    if (g->start_ev == NULL || g->exec_ev == NULL || !convoy__pev_poll(p, g->start_ev))
+    if (g->start_ev == NULL || g->exec_ev == NULL)
         return;
-    /* The host sees the waits end when it polls: the slice starts then, never earlier
-     * than its enqueue (the time before is waiting, not the launch's). */
+    /* The host sees the waits end only when it polls, so the slice starts at the last poll
+     * that found them going on or the first that found them over, never earlier than its
+     * enqueue. The time is read before the poll: should the waits and the launch both end
+     * between this poll and the launch's own (one pass), the slice still starts where the
+     * waiting was last seen, not at the enqueue. */
     uint64_t now = convoy__now_ns();
     if (now > g->exec_ev->tr.ts_ns)
         g->exec_ev->tr.ts_ns = now;
+    if (!convoy__pev_poll(p, g->start_ev))
+        return;
     convoy__pev_put(p, g->start_ev);
     g->start_ev = NULL;
 }
