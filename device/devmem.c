@@ -132,6 +132,7 @@ static void lru_append(convoy__devmem_t *dm, convoy__devcopy_t *c)
 static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c, int keep)
 {
     convoy__devmem_unnote_written(dm, c);
+    convoy__devmem_out_over(dm, c); /* no pushout of it is in flight by now */
     if (c->all_prev != NULL)
         c->all_prev->all_next = c->all_next;
     else
@@ -303,11 +304,24 @@ void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *c, void *pt
     if (c->pinned) {
         /* A pushout may still read the old memory (convoy__devmem_pin): never reuse it. */
         convoy__devmem_keep_buffer(dm, c->ptr, c->data->bytes);
+    } else if (c->out_ev != NULL && c->out_ptr == NULL) {
+        /* A pushout home reads it: freed when that is over (convoy__devmem_out_over), so
+         * that the writer completes without waiting for the link home. */
+        c->out_ptr = c->ptr;
     } else {
         block_free(dm, c->ptr, c->data->bytes);
         dm->bytes_in_use -= c->data->bytes;
     }
     c->ptr = ptr;
+}
+
+void convoy__devmem_out_over(convoy__devmem_t *dm, convoy__devcopy_t *c)
+{
+    if (c->out_ptr == NULL)
+        return;
+    block_free(dm, c->out_ptr, c->data->bytes);
+    dm->bytes_in_use -= c->data->bytes;
+    c->out_ptr = NULL;
 }
 
 void convoy__devmem_keep_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes)

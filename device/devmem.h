@@ -34,6 +34,8 @@ typedef struct convoy__devcopy {
     struct convoy__pev *out_ev; /* a pushout of it home in flight (flush or eviction); the
                                    pipeline's outbound batch holds the reference */
     uint64_t out_version;       /* the version that pushout carries */
+    void *out_ptr;              /* the memory that pushout reads, when a writer's fresh
+                                   buffer has replaced it meanwhile: freed as it lands */
     void *bounce;               /* that pushout lands in this pinned block first: copied
                                    into the host memory when it lands, before coherence
                                    learns it (copies.c) */
@@ -118,8 +120,12 @@ void convoy__devmem_release(convoy__devmem_t *dm, convoy__devcopy_t *copy);
  * newest version), freeing clean copies for room; CONVOY_ERR_NOMEM like acquire. */
 convoy_status_t convoy__devmem_alloc_buffer(convoy__devmem_t *dm, size_t bytes, void **ptr_p);
 void convoy__devmem_free_buffer(convoy__devmem_t *dm, void *ptr, size_t bytes);
-/* The copy's memory becomes ptr (a buffer from alloc_buffer); its old memory is freed. */
+/* The copy's memory becomes ptr (a buffer from alloc_buffer); its old memory is freed,
+ * or, while a pushout home still reads it, kept as out_ptr until that lands. */
 void convoy__devmem_replace(convoy__devmem_t *dm, convoy__devcopy_t *copy, void *ptr);
+/* The copy's pushout home is over (landed or failed): the memory it read, if a writer
+ * replaced it meanwhile, is freed. */
+void convoy__devmem_out_over(convoy__devmem_t *dm, convoy__devcopy_t *copy);
 /*
  * Take up to max dirty unused copies, least recently used first, until their bytes reach
  * want: they leave the LRU marked evicting, for the caller to push home. Copies whose

@@ -64,6 +64,7 @@ static void retire(convoy__pipe_t *p, convoy__outbatch_t *b, int failed)
     }
     for (int i = 0; i < b->n; i++) {
         b->copies[i]->out_ev = NULL;
+        convoy__devmem_out_over(&p->mem, b->copies[i]);
         landed(p, b->copies[i], failed);
     }
     convoy__bounce_put(p, b->bounce, 0);
@@ -472,17 +473,19 @@ static int transfer_ready(const convoy__ring_t *r, const convoy__member_t *m)
 }
 
 /* Did a pushout this flush waited for, not its own (written behind, a wait's eager push,
- * another flush's), fail, leaving c the newest version? */
-static int failed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
-                            const convoy__devcopy_t *c)
+ * another flush's), leave c the newest version here: it failed, or it carried an older
+ * version (a writer's fresh buffer replaced the copy meanwhile: finish_member)? */
+static int owed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
+                          const convoy__devcopy_t *c)
 {
-    return c->out_failed && c->stage_ring != r->id &&
+    return (c->out_failed || c->out_version != c->version) && c->stage_ring != r->id &&
            convoy__coh_dirty_on(c->data) == p->dev->index;
 }
 
-/* Push the copies of r that failed_elsewhere home again, once: that failure was no one's,
- * and this flush owes their versions home. Returns 1 when it pushed any (r waits for
- * them; a failure of its own push fails r, as for its first). */
+/* Push the copies of r that owed_elsewhere home again, once: that pushout's failure was
+ * no one's, or its version is not the newest, and this flush owes their versions home.
+ * Returns 1 when it pushed any (r waits for them; a failure of its own push fails r, as
+ * for its first). */
 static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies, int n)
 {
     const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
@@ -490,7 +493,7 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
     /* Failures are rare: move them to the front of copies (its order does not matter),
      * rather than allocate for every flush. */
     for (int i = 0; i < n; i++)
-        if (failed_elsewhere(p, r, copies[i]) &&
+        if (owed_elsewhere(p, r, copies[i]) &&
             (how == NULL || flush_owes(copies[i]->data, how[0]))) {
             convoy__devcopy_t *c = copies[i];
             copies[i] = copies[k];

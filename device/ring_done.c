@@ -97,14 +97,16 @@ static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int 
 
 /* Complete a member whose events have all been seen; returns 0 when it must wait longer
  * (a copy it holds is still arriving for another member, or a pushout home still reads
- * a copy it writes). */
+ * a copy it wrote in place). A fresh buffer it wrote replaces a copy whose pushout is in
+ * flight at once: the old memory stays until that lands (convoy__devmem_replace), so a
+ * version written behind does not hold up the next one (chains --ping-pong). */
 static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
 {
     convoy__task_t *t = m->task;
     for (int f = 0; f < m->ncopies; f++) {
         if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
             return 0;
-        if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, f))
+        if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
             return 0;
     }
     if (m->fail == MEMBER_OK && m->rc != 0)
