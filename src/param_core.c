@@ -194,7 +194,7 @@ const convoy__param_def_t convoy__core_params[] = {
             "reserve (doc/results.md, 2026-12-01)"},
     {.name = "write_behind",
      .type = CONVOY__PARAM_SIZE,
-     .def = "16M",
+     .def = "0",
      .min = 0,
      .max = 1125899906842624.0, /* 1P */
      .doc = "a task's outputs start home as it completes, if nothing depends on it yet (each "
@@ -203,9 +203,11 @@ const convoy__param_def_t convoy__core_params[] = {
             "this many bytes (shared evenly by its lanes; an output larger than a lane's "
             "share is never written behind); a lane stops until the next wait when its tasks "
             "overwrite more than a quarter of what it wrote behind; 0: outputs wait until "
-            "something needs them on the host. On the H200, tiny_tasks 8 KiB with 2 lanes: "
-            "medians 947k tasks/s with 0, 1035k with 16M, 1111k with 64M in one call "
-            "(doc/results.md, 2026-12-03)"},
+            "something needs them on the host. For programs that insert tasks and then wait "
+            "for their outputs: on the H200, tiny_tasks 8 KiB ran 3-30% faster with 16M; "
+            "buffers overwritten step after step (chains --ping-pong) ran 14-38% slower and "
+            "moved 1.2-2.1x their final bytes home, hence off by default (doc/results.md, "
+            "2026-12-03)"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",

@@ -1,6 +1,6 @@
 /*
  * check_write_behind: the parameter write_behind (device/ring_done.c, doc/design.md
- * "Write-behind"); these tests set it to 16M. A task's output (a datum it writes
+ * "Write-behind"), 0 by default; these tests set 16M. A task's output (a datum it writes
  * without reading it), of 4 KiB or more, that no later task writes goes home as soon as
  * its task completes if no task depends on that task yet, while the device's pushouts
  * home in flight stay within write_behind's bytes (shared by its lanes); its device copy
@@ -216,6 +216,18 @@ static void check_out(const world_t *w, int t, uint32_t plus)
         ck_assert_msg(w->out[t][i] == (uint32_t)(t + i) + plus, "output %d word %zu: %u", t, i,
                       w->out[t][i]);
 }
+
+START_TEST(off_by_default)
+{
+    /* Proves: write_behind is 0 unless the program sets it (what that leaves on the
+     * device: what_stays_on_the_device, i = 0). */
+    convoy_context_t *ctx = tu_init((const char *const[]){"devices", "sim", "bind", "0", NULL});
+    char v[32];
+    ck_assert_int_eq(convoy_param_get(ctx, "write_behind", v, sizeof(v)), CONVOY_SUCCESS);
+    ck_assert_str_eq(v, "0");
+    convoy_fini(ctx);
+}
+END_TEST
 
 START_TEST(outputs_go_home_as_written)
 {
@@ -572,6 +584,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("write_behind");
     TCase *tc = tu_tcase(s, "write_behind", 30);
+    tcase_add_test(tc, off_by_default);
     tcase_add_test(tc, outputs_go_home_as_written);
     tcase_add_loop_test(tc, what_stays_on_the_device, 0, 5);
     tcase_add_test(tc, outputs_read_later_stay);
