@@ -204,10 +204,10 @@ const convoy__param_def_t convoy__core_params[] = {
             "share is never written behind); a lane stops until the next wait when its tasks "
             "overwrite more than a quarter of what it wrote behind; 0: outputs wait until "
             "something needs them on the host. For programs that insert tasks and then wait "
-            "for their outputs: on the H200, tiny_tasks 8 KiB ran 3-30% faster with 16M; "
-            "buffers overwritten step after step (chains --ping-pong) ran 14-38% slower and "
-            "moved 1.2-2.1x their final bytes home, hence off by default (doc/results.md, "
-            "2026-12-03)"},
+            "for their outputs: on the H200, tiny_tasks 8 KiB's medians moved -1% to +30% "
+            "with 16M; buffers overwritten step after step (chains --ping-pong) moved "
+            "1.2-2.1x their final bytes home and ran 2-38% slower, hence off by default "
+            "(doc/results.md, 2026-12-03)"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",
