@@ -482,29 +482,41 @@ static int owed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
            convoy__coh_dirty_on(c->data) == p->dev->index;
 }
 
+/* Does flush r owe c's version home? A wait's early flush-all (only_final) owes only a
+ * version no later task overwrites: a newer one that replaced a version on its way home
+ * waits for the wait's last flush-all, or would go home twice. */
+static int owes_now(const convoy__ring_t *r, const convoy__devcopy_t *c)
+{
+    const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
+    if (how == NULL)
+        return 1;
+    return flush_owes(c->data, how[0]) &&
+           (!how[1] || c->out_failed ||
+            c->writer_id == atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire));
+}
+
 /* Push the copies of r that owed_elsewhere home again, once: that pushout's failure was
  * no one's, or its version is not the newest, and this flush owes their versions home.
  * Returns 1 when it pushed any (r waits for them; a failure of its own push fails r, as
  * for its first). */
 static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies, int n)
 {
-    const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
     int k = 0;
-    /* Failures are rare: move them to the front of copies (its order does not matter),
-     * rather than allocate for every flush. */
+    /* Rare: move them to the front of copies (its order does not matter). */
     for (int i = 0; i < n; i++)
-        if (owed_elsewhere(p, r, copies[i]) &&
-            (how == NULL || flush_owes(copies[i]->data, how[0]))) {
+        if (owed_elsewhere(p, r, copies[i]) && owes_now(r, copies[i])) {
             convoy__devcopy_t *c = copies[i];
             copies[i] = copies[k];
             copies[k++] = c;
             c->stage_ring = r->id;
         }
-    char *ok = k > 0 ? malloc((size_t)k) : NULL;
-    if (ok != NULL)
-        push_home(p, copies, k, CONVOY__STAGE_OUT, ok, r->out_msg, sizeof(r->out_msg));
-    free(ok);
-    return ok != NULL;
+    /* In slices of a buffer on the stack: nothing to allocate, so no failure of its own
+     * (push_home's leave out_failed set, which fails r). */
+    char ok[512];
+    for (int i = 0; i < k; i += (int)sizeof(ok))
+        push_home(p, copies + i, k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok),
+                  CONVOY__STAGE_OUT, ok, r->out_msg, sizeof(r->out_msg));
+    return k > 0;
 }
 
 int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)

@@ -49,6 +49,17 @@ static int produce2_chore(const convoy_task_view_t *t, void *s)
     return produce_plus(t, 2);
 }
 
+/* out = a + b, word by word */
+static int sum_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    const uint32_t *a = t->flows[0], *b = t->flows[1];
+    uint32_t *out = t->flows[2];
+    for (size_t i = 0; i < t->flow_bytes[2] / 4; i++)
+        out[i] = a[i] + b[i];
+    return 0;
+}
+
 /* reads its flow, changes nothing */
 static int look_chore(const convoy_task_view_t *t, void *s)
 {
@@ -69,7 +80,7 @@ static int update_chore(const convoy_task_view_t *t, void *s)
 
 typedef struct world {
     convoy_context_t *ctx;
-    convoy_class_t *produce, *update;
+    convoy_class_t *produce, *again, *update; /* again: out = in + 2 */
     uint32_t *in[N], *out[N];
     convoy_data_t *din[N], *dout[N];
     size_t bytes;
@@ -116,6 +127,9 @@ static void world_open(world_t *w, size_t bytes, const char *const *extra, int p
         convoy_class_new(w->ctx, "produce", 2, pm, CONVOY_CLASS_BATCHABLE, &w->produce),
         CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(w->produce, CONVOY_DEVICE_SIM, produce_chore), 0);
+    ck_assert_int_eq(convoy_class_new(w->ctx, "again", 2, pm, CONVOY_CLASS_BATCHABLE, &w->again),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->again, CONVOY_DEVICE_SIM, produce2_chore), 0);
     ck_assert_int_eq(convoy_class_new(w->ctx, "update", 1, &rw, CONVOY_CLASS_BATCHABLE, &w->update),
                      CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(w->update, CONVOY_DEVICE_SIM, update_chore), 0);
@@ -129,6 +143,20 @@ static void world_open(world_t *w, size_t bytes, const char *const *extra, int p
         ck_assert_int_eq(convoy_data_new(w->ctx, w->in[t], bytes, &w->din[t]), CONVOY_SUCCESS);
         ck_assert_int_eq(convoy_data_new(w->ctx, w->out[t], bytes, &w->dout[t]), CONVOY_SUCCESS);
     }
+}
+
+/* world_open with 8 KiB data and every copy submission landing delay_us late (times
+ * the build's slowdown), then the presets in more (NULL-terminated; may be NULL). */
+static void world_open_late(world_t *w, double delay_us, const char *const *more)
+{
+    char delay[32];
+    snprintf(delay, sizeof(delay), "%.0f", delay_us * tu_slowdown());
+    const char *extra[16] = {"sim_delay_us", delay};
+    int k = 2;
+    for (int i = 0; more != NULL && more[i] != NULL && k < 15; i++)
+        extra[k++] = more[i];
+    extra[k] = NULL;
+    world_open(w, 8 * KiB, extra, 0);
 }
 
 static void world_close(world_t *w)
@@ -306,11 +334,8 @@ START_TEST(outputs_read_later_stay)
      * writer is not a leaf of the graph: every copy lands 50 ms late, so the reader is in
      * before) is not written behind, while the reader's own output, which nothing reads,
      * is: 64 copies written behind of 128 outputs. After the wait both are right. */
-    char delay[32];
-    snprintf(delay, sizeof(delay), "%.0f", 50000 * tu_slowdown());
-    const char *const extra[] = {"sim_delay_us", delay, NULL};
     world_t w;
-    world_open(&w, 8 * KiB, extra, 0);
+    world_open_late(&w, 50000, NULL);
     for (int t = 0; t < N; t++) {
         produce(&w, t);
         convoy_data_t *f[2] = {w.dout[t], w.din[t]}; /* in = out + 1 */
@@ -539,22 +564,14 @@ START_TEST(overwriting_does_not_wait_for_the_pushout)
      * (chains --ping-pong ran 38% slower written behind on the H200). Whether that
      * pushout lands (i = 0) or fails as it runs (i = 1), the wait brings the newer
      * version home, and no task fails. */
-    char delay[32];
-    snprintf(delay, sizeof(delay), "%.0f", 3e5 * tu_slowdown());
-    const char *const extra[] = {"sim_delay_us", delay, _i ? "sim_fail_async_home" : NULL, "1",
-                                 NULL};
+    const char *const fail[] = {"sim_fail_async_home", "1", NULL};
     world_t w;
-    world_open(&w, 8 * KiB, extra, 0);
-    convoy_access_t pm[2] = {CONVOY_READ, CONVOY_WRITE};
-    convoy_class_t *again;
-    ck_assert_int_eq(convoy_class_new(w.ctx, "again", 2, pm, CONVOY_CLASS_BATCHABLE, &again),
-                     CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(again, CONVOY_DEVICE_SIM, produce2_chore), 0);
+    world_open_late(&w, 3e5, _i ? fail : NULL);
     produce(&w, 0);
     settle(&w, 1, 1, 0);
     /* The input is on the device already: the second task needs no copy at all. */
     convoy_data_t *f[2] = {w.din[0], w.dout[0]};
-    ck_assert_int_eq(convoy_task_insert(w.ctx, again, NULL, 0, f), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_task_insert(w.ctx, w.again, NULL, 0, f), CONVOY_SUCCESS);
     settle(&w, 2, 0, 0);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -562,6 +579,7 @@ START_TEST(overwriting_does_not_wait_for_the_pushout)
     convoy__device_t *dev = convoy__ctx_accel(w.ctx, 0);
     convoy__sim_record_t r[8];
     int n = convoy__sim_records(dev, r, 8), pushouts = 0;
+    ck_assert_int_le(n, 8); /* a stage-in and a pushout so far */
     for (int k = 0; k < n; k++) {
         if (r[k].dir != CONVOY__D2H)
             continue;
@@ -576,6 +594,42 @@ START_TEST(overwriting_does_not_wait_for_the_pushout)
     convoy_stats_t s = stats(&w);
     ck_assert_uint_eq(s.tasks_failed, 0);
     ck_assert_uint_eq(s.write_behind_copies, 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(early_flush_skips_a_replaced_version)
+{
+    /* Proves: the flush a wait starts at once, of versions no later task overwrites,
+     * having waited for an output's pushout written behind whose copy a second task
+     * replaced meanwhile (a version a third task, still waiting for two stage-ins in a
+     * row, overwrites), does not push that replaced version home: 3 copies go home (the
+     * version written behind, the third task's, and its other input's), each once.
+     * Every copy submission lands 300 ms late. Without the rule, 4. The results are
+     * right. */
+    world_t w;
+    world_open_late(&w, 3e5, NULL);
+    convoy_access_t sm[3] = {CONVOY_READ, CONVOY_READ, CONVOY_WRITE};
+    convoy_class_t *sum;
+    ck_assert_int_eq(convoy_class_new(w.ctx, "sum", 3, sm, CONVOY_CLASS_BATCHABLE, &sum),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(sum, CONVOY_DEVICE_SIM, sum_chore), 0);
+    produce(&w, 0); /* out0 = in0 + 1, written behind */
+    settle(&w, 1, 1, 0);
+    convoy_data_t *f2[2] = {w.din[0], w.dout[0]}; /* out0 = in0 + 2, at once */
+    ck_assert_int_eq(convoy_task_insert(w.ctx, w.again, NULL, 0, f2), CONVOY_SUCCESS);
+    settle(&w, 2, 0, 0);
+    produce(&w, 1); /* out1 = in1 + 1, behind in1's stage-in */
+    convoy_data_t *f3[3] = {w.dout[1], w.din[2], w.dout[0]}; /* out0 = out1 + in2 */
+    ck_assert_int_eq(convoy_task_insert(w.ctx, sum, NULL, 0, f3), CONVOY_SUCCESS);
+    ck_assert_msg(convoy_wait(w.ctx) == CONVOY_SUCCESS, "wait: %s", convoy_last_error(w.ctx));
+    convoy_stats_t s = stats(&w);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    ck_assert_uint_eq(s.write_behind_copies, 1);
+    ck_assert_uint_eq(s.d2h_copies, 3);
+    check_out(&w, 1, 1);
+    for (size_t i = 0; i < w.bytes / 4; i++)
+        ck_assert_uint_eq(w.out[0][i], (uint32_t)(1 + i + 1) + (uint32_t)(2 + i));
     world_close(&w);
 }
 END_TEST
@@ -595,6 +649,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, needing_a_failing_write_behind, 0, 2);
     tcase_add_loop_test(tc, nothing_written_after_return, 0, 2);
     tcase_add_loop_test(tc, overwriting_does_not_wait_for_the_pushout, 0, 2);
+    tcase_add_test(tc, early_flush_skips_a_replaced_version);
     return s;
 }
 
