@@ -511,7 +511,7 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
             c->stage_ring = r->id;
         }
     /* In slices of a buffer on the stack: nothing to allocate, so no failure of its own
-     * (push_home's leave out_failed set, which fails r). */
+     * (push_home's failures leave out_failed set, which fails r). */
     char ok[512];
     for (int i = 0; i < k; i += (int)sizeof(ok))
         push_home(p, copies + i, k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok),
