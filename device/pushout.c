@@ -349,6 +349,13 @@ static int flush_owes(const convoy_data_t *d, int with_resident)
     return !(flags & CONVOY_DATA_SCRATCH) && (with_resident || !(flags & CONVOY_DATA_RESIDENT));
 }
 
+/* Does c hold the version the last task inserted to write its datum wrote (no later task
+ * overwrites it)? */
+static int final_version(const convoy__devcopy_t *c)
+{
+    return c->writer_id == atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire);
+}
+
 /* Flush-all: hold every dirty copy to push (and those already on their way home); with
  * only_final, only final versions (written by the datum's last writer inserted: no later
  * task will overwrite them), so that nothing pushed now is pushed again. Only copies a
@@ -374,8 +381,7 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
          * after its pushout began): nothing writes host memory once the wait returns. */
         if (c->out_ev == NULL && !flush_owes(c->data, with_resident))
             continue;
-        if (only_final && c->out_ev == NULL &&
-            c->writer_id != atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire))
+        if (only_final && c->out_ev == NULL && !final_version(c))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -482,17 +488,14 @@ static int owed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
            convoy__coh_dirty_on(c->data) == p->dev->index;
 }
 
-/* Does flush r owe c's version home? A wait's early flush-all (only_final) owes only a
- * version no later task overwrites: a newer one that replaced a version on its way home
- * waits for the wait's last flush-all, or would go home twice. */
-static int owes_now(const convoy__ring_t *r, const convoy__devcopy_t *c)
+/* Does a flush owe c's version home? A flush-all (how: with_resident, only_final; NULL
+ * for a flush of one datum) owes it by its datum's flags, and a wait's early flush-all
+ * (only_final) only a version no later task overwrites: a newer one that replaced a
+ * version on its way home waits for the wait's last flush-all, or would go home twice. */
+static int owes_now(const int *how, const convoy__devcopy_t *c)
 {
-    const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
-    if (how == NULL)
-        return 1;
-    return flush_owes(c->data, how[0]) &&
-           (!how[1] || c->out_failed ||
-            c->writer_id == atomic_load_explicit(&c->data->last_writer_id, memory_order_acquire));
+    return how == NULL ||
+           (flush_owes(c->data, how[0]) && (!how[1] || c->out_failed || final_version(c)));
 }
 
 /* Push the copies of r that owed_elsewhere home again, once: that pushout's failure was
@@ -501,10 +504,11 @@ static int owes_now(const convoy__ring_t *r, const convoy__devcopy_t *c)
  * for its first). */
 static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies, int n)
 {
+    const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
     int k = 0;
     /* Rare: move them to the front of copies (its order does not matter). */
     for (int i = 0; i < n; i++)
-        if (owed_elsewhere(p, r, copies[i]) && owes_now(r, copies[i])) {
+        if (owed_elsewhere(p, r, copies[i]) && owes_now(how, copies[i])) {
             convoy__devcopy_t *c = copies[i];
             copies[i] = copies[k];
             copies[k++] = c;
