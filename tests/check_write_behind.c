@@ -555,6 +555,29 @@ START_TEST(nothing_written_after_return)
 }
 END_TEST
 
+/* Output 0 is written behind (its pushout in flight, landing late), then overwritten by
+ * `again` (out0 = in0 + 2), which needs no copy: its input is on the device already.
+ * Returns once both tasks completed. */
+static void overwrite_on_its_way(world_t *w)
+{
+    produce(w, 0);
+    settle(w, 1, 1, 0);
+    convoy_data_t *f[2] = {w->din[0], w->dout[0]};
+    ck_assert_int_eq(convoy_task_insert(w->ctx, w->again, NULL, 0, f), CONVOY_SUCCESS);
+    settle(w, 2, 0, 0);
+}
+
+/* convoy_wait succeeds, with no task failed and one copy written behind; returns the
+ * statistics. */
+static convoy_stats_t wait_one_behind(const world_t *w)
+{
+    ck_assert_msg(convoy_wait(w->ctx) == CONVOY_SUCCESS, "wait: %s", convoy_last_error(w->ctx));
+    convoy_stats_t s = stats(w);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    ck_assert_uint_eq(s.write_behind_copies, 1);
+    return s;
+}
+
 START_TEST(overwriting_does_not_wait_for_the_pushout)
 {
     /* Proves: a task that overwrites an output whose pushout home, written behind, is
@@ -567,12 +590,7 @@ START_TEST(overwriting_does_not_wait_for_the_pushout)
     const char *const fail[] = {"sim_fail_async_home", "1", NULL};
     world_t w;
     world_open_late(&w, 3e5, _i ? fail : NULL);
-    produce(&w, 0);
-    settle(&w, 1, 1, 0);
-    /* The input is on the device already: the second task needs no copy at all. */
-    convoy_data_t *f[2] = {w.din[0], w.dout[0]};
-    ck_assert_int_eq(convoy_task_insert(w.ctx, w.again, NULL, 0, f), CONVOY_SUCCESS);
-    settle(&w, 2, 0, 0);
+    overwrite_on_its_way(&w);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -589,11 +607,8 @@ START_TEST(overwriting_does_not_wait_for_the_pushout)
                       (double)(now - r[k].complete_ns) / 1e9);
     }
     ck_assert_int_eq(pushouts, 1);
-    ck_assert_msg(convoy_wait(w.ctx) == CONVOY_SUCCESS, "wait: %s", convoy_last_error(w.ctx));
+    wait_one_behind(&w);
     check_out(&w, 0, 2);
-    convoy_stats_t s = stats(&w);
-    ck_assert_uint_eq(s.tasks_failed, 0);
-    ck_assert_uint_eq(s.write_behind_copies, 1);
     world_close(&w);
 }
 END_TEST
@@ -614,19 +629,11 @@ START_TEST(early_flush_skips_a_replaced_version)
     ck_assert_int_eq(convoy_class_new(w.ctx, "sum", 3, sm, CONVOY_CLASS_BATCHABLE, &sum),
                      CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(sum, CONVOY_DEVICE_SIM, sum_chore), 0);
-    produce(&w, 0); /* out0 = in0 + 1, written behind */
-    settle(&w, 1, 1, 0);
-    convoy_data_t *f2[2] = {w.din[0], w.dout[0]}; /* out0 = in0 + 2, at once */
-    ck_assert_int_eq(convoy_task_insert(w.ctx, w.again, NULL, 0, f2), CONVOY_SUCCESS);
-    settle(&w, 2, 0, 0);
+    overwrite_on_its_way(&w);
     produce(&w, 1); /* out1 = in1 + 1, behind in1's stage-in */
     convoy_data_t *f3[3] = {w.dout[1], w.din[2], w.dout[0]}; /* out0 = out1 + in2 */
     ck_assert_int_eq(convoy_task_insert(w.ctx, sum, NULL, 0, f3), CONVOY_SUCCESS);
-    ck_assert_msg(convoy_wait(w.ctx) == CONVOY_SUCCESS, "wait: %s", convoy_last_error(w.ctx));
-    convoy_stats_t s = stats(&w);
-    ck_assert_uint_eq(s.tasks_failed, 0);
-    ck_assert_uint_eq(s.write_behind_copies, 1);
-    ck_assert_uint_eq(s.d2h_copies, 3);
+    ck_assert_uint_eq(wait_one_behind(&w).d2h_copies, 3);
     check_out(&w, 1, 1);
     for (size_t i = 0; i < w.bytes / 4; i++)
         ck_assert_uint_eq(w.out[0][i], (uint32_t)(1 + i + 1) + (uint32_t)(2 + i));
