@@ -241,6 +241,9 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
         dm->spare = c->all_next;
         dm->nspare--;
         memset(c, 0, sizeof(*c));
+        /* The next copy reuses the next record, freed long ago: its lines are cold. */
+        if (dm->spare != NULL)
+            convoy__devcopy_prefetch(dm->spare);
     } else {
         c = calloc(1, sizeof(*c));
     }

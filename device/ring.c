@@ -90,6 +90,29 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
     return CONVOY_SUCCESS;
 }
 
+/*
+ * How many members ahead the reserve loop asks for the lines that a member's flows touch:
+ * the data handles (their first line and this device's copy slot), last written on the
+ * inserting thread's core, and before those the task's list of them. Each is a miss from
+ * another core, and the loop otherwise takes them one after another.
+ */
+#define RESERVE_AHEAD 4
+
+static void prefetch_data_list(convoy__task_t *const *tasks, int i, int n)
+{
+    if (i < n)
+        CONVOY__PREFETCH_W(&tasks[i]->data[0]);
+}
+
+static void prefetch_data(const convoy__pipe_t *p, convoy__task_t *const *tasks, int i, int n)
+{
+    if (i >= n)
+        return;
+    const convoy__task_t *t = tasks[i];
+    for (int f = 0; f < t->cls->nflows; f++)
+        convoy__data_prefetch(t->data[f], p->dev->index);
+}
+
 /* Does m already wait for e? */
 static int waits_for(const convoy__member_t *m, const convoy__pev_t *e)
 {
@@ -442,6 +465,8 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
         defer_tail = &(*defer_tail)->next;
     int kept = 0;
     for (int i = 0; i < n; i++) {
+        prefetch_data_list(tasks, i + 2 * RESERVE_AHEAD, n);
+        prefetch_data(p, tasks, i + RESERVE_AHEAD, n);
         convoy__task_t *t = tasks[i];
         convoy__task_set_running(t);
         convoy__member_t *mm = &m[kept];

@@ -68,25 +68,27 @@ struct convoy__devcopy; /* a datum's copy on one accelerator: device/devmem.c */
 #define CONVOY__DATA_INLINE_READERS 4
 
 struct convoy_data {
-    /* Read by every thread; written at creation (flags: rarely). The progress threads
-     * read these, the coherence word and their device copy: kept together, away from the
-     * dependency state that every insertion writes. */
+    /* What a progress thread reads or writes of each flow it runs, in the first 64 bytes
+     * (at most two cache lines, however malloc aligns the handle), with its device copy's
+     * slot: the reserve loop asks for these lines ahead (convoy__data_prefetch). The
+     * dependency state that every insertion writes sits lines away: with refs on its line,
+     * each copy a progress thread made pulled that line from the inserting core. */
+    _Atomic uint64_t coh; /* the newest version and where it lives (coherence.h) */
     convoy_context_t *ctx;
     void *host;
     size_t bytes;
-    int host_pinned;   /* detected once, at creation */
-    atomic_uint flags; /* CONVOY_DATA_* */
-    uint64_t id;
-    /* Coherence (src/coherence.c): the newest version and where it lives. */
-    _Atomic uint64_t coh;     /* (version << 8) | place, see coherence.h */
+    atomic_uint flags;        /* CONVOY_DATA_* */
+    int host_pinned;          /* detected once, at creation */
+    atomic_int refs;          /* the user's + one per devcopy */
     atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it */
-    atomic_int failed_writes; /* writers that failed since the last acquire */
-    atomic_int pushing;       /* pushouts home of it in flight, or held to start (write-behind):
-                                 convoy_data_free returns only once none is left */
     atomic_int behind_unread; /* its version home came by write-behind and nothing has read
                                  it there yet (an acquire, a CPU task, another device) */
     struct convoy__devcopy *dev[CONVOY__MAX_ACCEL]; /* owned by accelerator i's thread */
-    atomic_int refs;                                /* the user's + one per devcopy */
+    /* Touched on failures, write-behind, check_host_writes and the data list only. */
+    atomic_int failed_writes; /* writers that failed since the last acquire */
+    atomic_int pushing;       /* pushouts home of it in flight, or held to start (write-behind):
+                                 convoy_data_free returns only once none is left */
+    uint64_t id;
     _Atomic uint64_t host_hash;         /* check_host_writes: hash of the host bytes ... */
     _Atomic uint64_t host_hash_version; /* ... of this version + 1 (0: none noted) */
     struct convoy_data *prev, *next;    /* ctx->data_list, under data_lock */
@@ -99,6 +101,15 @@ struct convoy_data {
     int nreaders, readers_cap;
     convoy__task_t *readers_inline[CONVOY__DATA_INLINE_READERS];
 };
+
+/* Ask ahead for the lines of d that accelerator i's progress thread touches: its first
+ * 64 bytes (one line or two) and its copy's slot. A hint: it never faults. */
+static inline void convoy__data_prefetch(convoy_data_t *d, int i)
+{
+    CONVOY__PREFETCH_W(d);
+    CONVOY__PREFETCH_W((char *)d + CONVOY__LINE - 1);
+    CONVOY__PREFETCH_W(&d->dev[i]);
+}
 
 /* Task states. */
 enum {

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <search.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,13 @@
 
 #include "src/coherence.h"
 #include "src/core.h"
+
+/* The fields a progress thread touches per flow stay within the first line's worth of
+ * bytes, and the dependency state that insertions write stays off their lines. */
+_Static_assert(offsetof(convoy_data_t, dev) + sizeof(struct convoy__devcopy *) <= CONVOY__LINE,
+               "convoy_data: a progress thread's fields outgrew 64 bytes");
+_Static_assert(offsetof(convoy_data_t, dep_lock) >= 2 * CONVOY__LINE,
+               "convoy_data: the dependency state is too close to a progress thread's fields");
 
 /* Host ranges [host, host + bytes) in address order, overlapping ones comparing equal:
  * the live data never overlap, so a search for a new range finds one it overlaps, if

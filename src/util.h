@@ -17,10 +17,13 @@
 #define CONVOY__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define CONVOY__LIKELY(x) __builtin_expect(!!(x), 1)
 #define CONVOY__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* Ask for the cache line at addr ahead of a write to it (a hint: it never faults). */
+#define CONVOY__PREFETCH_W(addr) __builtin_prefetch((addr), 1)
 #else
 #define CONVOY__PRINTF(f, a)
 #define CONVOY__LIKELY(x) (x)
 #define CONVOY__UNLIKELY(x) (x)
+#define CONVOY__PREFETCH_W(addr) ((void)(addr))
 #endif
 
 /*
