@@ -92,9 +92,9 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
 
 /*
  * How many members ahead the reserve loop asks for the lines that a member's flows touch:
- * the data handles (their first line and this device's copy slot), last written on the
- * inserting thread's core, and before those the task's list of them. Each is a miss from
- * another core, and the loop otherwise takes them one after another.
+ * the data handles (their first 64 bytes and this device's copy slot, convoy__data_prefetch),
+ * last written on the inserting thread's core, and before those the task's list of them. Each is a
+ * miss from another core, and the loop otherwise takes them one after another.
  */
 #define RESERVE_AHEAD 4
 
