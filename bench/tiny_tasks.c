@@ -148,10 +148,50 @@ static void run_free(convoy_context_t *ctx, run_t *r)
     free(r->buf);
 }
 
+/* One timed run on fresh data: inserted, waited for, verified, its line printed. */
+static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int batch_chore)
+{
+    if (run_setup(ctx, r) != 0) {
+        fprintf(stderr, "%s: out of memory for %d tasks of %zu-byte flows\n", prog, r->tasks,
+                r->flow_bytes);
+        return 0;
+    }
+    convoy_stats_t s0, s1;
+    convoy_get_stats(ctx, &s0);
+    long faults0 = bench_page_faults();
+    double t0 = bench_now();
+    int ok = run_insert(ctx, cls, r) == 0;
+    double insert_secs = bench_now() - t0;
+    convoy_status_t st = convoy_wait(ctx);
+    double secs = bench_now() - t0;
+    long faults = bench_page_faults() - faults0;
+    convoy_get_stats(ctx, &s1);
+    if (st != CONVOY_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", prog, convoy_last_error(ctx));
+        ok = 0;
+    }
+    ok = ok && run_verify(r);
+    printf("tiny_tasks sched=%s device=%s tasks=%d flow_bytes=%zu inputs=%d outputs=%d "
+           "host_memory=%s batch_chore=%s seconds=%.6f insert_seconds=%.6f tasks_per_s=%.0f "
+           "h2d_submissions=%llu "
+           "h2d_copies=%llu "
+           "d2h_submissions=%llu d2h_copies=%llu launches=%llu page_faults=%ld verified=%s\n",
+           convoy_sched_name(ctx), bench_device(ctx), r->tasks, r->flow_bytes, r->inputs,
+           r->outputs, r->pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs,
+           insert_secs, r->tasks / secs,
+           (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
+           (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
+           (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),
+           (unsigned long long)(s1.d2h_copies - s0.d2h_copies),
+           (unsigned long long)(s1.launches - s0.launches), faults, ok ? "yes" : "no");
+    run_free(ctx, r);
+    return ok;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: %s [--tasks N] [--flow-bytes B] [--inputs I] [--outputs O]\n"
+            "usage: %s [--tasks N] [--runs K] [--flow-bytes B] [--inputs I] [--outputs O]\n"
             "          [--batch-chore on|off] [--host-memory pinned|malloc] [--baselines]\n"
             "          [--convoy-NAME=VALUE ...]\n",
             prog);
@@ -162,11 +202,13 @@ int main(int argc, char **argv)
 {
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
     run_t r = {.tasks = 16384, .inputs = 3, .outputs = 1, .flow_bytes = 8192};
-    int batch_chore = 1, baselines = 0;
+    int batch_chore = 1, baselines = 0, runs = 1;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--tasks")))
             r.tasks = (int)bench_long(prog, "--tasks", v, 1, 1 << 24);
+        else if ((v = bench_opt(argc, argv, &i, "--runs")))
+            runs = (int)bench_long(prog, "--runs", v, 1, 1000);
         else if ((v = bench_opt(argc, argv, &i, "--flow-bytes")))
             r.flow_bytes = (size_t)bench_long(prog, "--flow-bytes", v, 4, 1L << 30) & ~(size_t)3;
         else if ((v = bench_opt(argc, argv, &i, "--inputs")))
@@ -219,26 +261,9 @@ int main(int argc, char **argv)
         return 1;
     }
     run_free(ctx, &warm);
-    if (run_setup(ctx, &r) != 0) {
-        fprintf(stderr, "%s: out of memory for %d tasks of %zu-byte flows\n", prog, r.tasks,
-                r.flow_bytes);
-        return 1;
-    }
-    convoy_stats_t s0, s1;
-    convoy_get_stats(ctx, &s0);
-    long faults0 = bench_page_faults();
-    double t0 = bench_now();
-    int ok = run_insert(ctx, cls, &r) == 0;
-    double insert_secs = bench_now() - t0;
-    convoy_status_t st = convoy_wait(ctx);
-    double secs = bench_now() - t0;
-    long faults = bench_page_faults() - faults0;
-    convoy_get_stats(ctx, &s1);
-    if (st != CONVOY_SUCCESS) {
-        fprintf(stderr, "%s: %s\n", prog, convoy_last_error(ctx));
-        ok = 0;
-    }
-    ok = ok && run_verify(&r);
+    int ok = 1;
+    for (int k = 0; k < runs && ok; k++)
+        ok = timed_run(ctx, cls, &r, batch_chore);
     if (baselines) {
 #if CONVOY_HAVE_CUDA
         if (convoy_accel_count(ctx) > 0 && strncmp(convoy_accel_name(ctx, 0), "cuda", 4) == 0) {
@@ -258,19 +283,6 @@ int main(int argc, char **argv)
 #endif
             printf("raw_cuda baselines skipped: no CUDA device in use\n");
     }
-    printf("tiny_tasks sched=%s device=%s tasks=%d flow_bytes=%zu inputs=%d outputs=%d "
-           "host_memory=%s batch_chore=%s seconds=%.6f insert_seconds=%.6f tasks_per_s=%.0f "
-           "h2d_submissions=%llu "
-           "h2d_copies=%llu "
-           "d2h_submissions=%llu d2h_copies=%llu launches=%llu page_faults=%ld verified=%s\n",
-           convoy_sched_name(ctx), bench_device(ctx), r.tasks, r.flow_bytes, r.inputs, r.outputs,
-           r.pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs, insert_secs,
-           r.tasks / secs, (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
-           (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
-           (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),
-           (unsigned long long)(s1.d2h_copies - s0.d2h_copies),
-           (unsigned long long)(s1.launches - s0.launches), faults, ok ? "yes" : "no");
-    run_free(ctx, &r);
     convoy_fini(ctx);
     return ok ? 0 : 1;
 }
