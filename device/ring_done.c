@@ -256,6 +256,10 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
             /* The chores' results are known once the launch's event completes. */
             if (!convoy__pev_poll(p, g->exec_ev))
                 break;
+            /* Seen complete since this pass's trace_steps looked: its members show it
+             * before they complete (a completed member is not traced again). */
+            if (p->ctx->trace != NULL && g->traced_steps < 2)
+                trace_steps(p, r, g);
             int open = 0;
             for (int i = 0; i < g->count; i++) {
                 convoy__member_t *m = &r->m[r->order[g->first + i]];
