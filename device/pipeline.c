@@ -238,9 +238,12 @@ static void prof_print(convoy__pipe_t *p)
     for (int i = 0; i < CONVOY__PROF_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
         len += snprintf(line + len, sizeof(line) - (size_t)len, " %s=%.0fus(%.1f%%)", names[i],
                         p->prof[i] / 1e3, total ? 100.0 * (double)p->prof[i] / (double)total : 0.0);
+    /* Each part's share of the period too: a slower machine (or run) makes every part
+     * slower together, so a change to one part shows in its share (doc/tracing.md). */
     for (int i = 0; i < CONVOY__SUB_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
-        len += snprintf(line + len, sizeof(line) - (size_t)len, "%s %s=%.0fus",
-                        i == 0 ? "; within:" : "", subs[i], p->sub[i] / 1e3);
+        len += snprintf(line + len, sizeof(line) - (size_t)len, "%s %s=%.0fus(%.1f%%)",
+                        i == 0 ? "; within:" : "", subs[i], p->sub[i] / 1e3,
+                        total ? 100.0 * (double)p->sub[i] / (double)total : 0.0);
     /* CPU time well under the period's: the thread was off its core (blocked in the
      * kernel, or preempted: the context switches say which). */
     convoy__thread_usage_t u;

@@ -266,8 +266,9 @@ const convoy__param_def_t convoy__core_params[] = {
      .def = "0",
      .doc = "each accelerator's progress thread times its own work (pushouts, rings, starts, "
             "pops, waits on the device) and prints the split to stderr at the end of each busy "
-            "period (when nothing is left in flight): where the host time per ring goes, on "
-            "machines without a profiler"},
+            "period (when nothing is left in flight), each part's time and share of the period "
+            "(doc/tracing.md): where the host time per ring goes, on machines without a "
+            "profiler"},
     {.name = "dist_fuse",
      .type = CONVOY__PARAM_BOOL,
      .def = "1",

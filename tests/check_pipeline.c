@@ -489,8 +489,7 @@ static verdict_t world_wait(world_t *w, int strict)
             REQUIRE(ok == (preds_ok && !t->fail),
                     "task %d (%s, made to fail: %d, predecessors ok: %d): succeeded %d", i, c->name,
                     t->fail, preds_ok, ok);
-            REQUIRE(seen == ok, "task %d (%s) succeeded but its observer did not run", i,
-                    c->name);
+            REQUIRE(seen == ok, "task %d (%s) succeeded but its observer did not run", i, c->name);
             expect_failed += preds_ok && t->fail;
         }
         if (ok) {
@@ -1206,6 +1205,59 @@ START_TEST(test_fail_sync)
 }
 END_TEST
 
+/* The share of the busy period a part of progress_profile's line gives: "name=Tus(S%)";
+ * -1 when the line does not hold it so. */
+static double profile_share(const char *line, const char *name)
+{
+    char key[32];
+    snprintf(key, sizeof(key), " %s=", name);
+    const char *at = strstr(line, key);
+    double us = 0, share = -1;
+    if (at == NULL || sscanf(at + strlen(key), "%lfus(%lf%%)", &us, &share) != 2 || us < 0)
+        return -1;
+    return share;
+}
+
+/* progress_profile prints, at the end of the device's busy period, its split by part,
+ * each with its share of the period: the loop's parts add up to the whole, and each
+ * piece within them is a share of it too (doc/tracing.md). */
+START_TEST(test_progress_profile_line)
+{
+    pset_t ps;
+    ps_base(&ps, g_scheds[_i]);
+    ps_set(&ps, "progress_profile", "1");
+    const size_t sizes[] = {8 * KiB, 8 * KiB, 8 * KiB, 8 * KiB};
+    static world_t w;
+    tu_capture_t cap;
+    tu_capture_start(&cap);
+    world_init(&w, &ps, 4, sizes, 5);
+    for (int i = 0; i < 16; i++)
+        world_task(&w, S_SIM_RW, 0, (const int[]){i % 4, (i + 1) % 4}, (uint64_t)i);
+    verdict_t v = world_wait(&w, 1);
+    world_fini(&w); /* the progress thread prints what is left as it ends */
+    const char *text = tu_capture_end(&cap);
+    ck_assert_int_eq(v.failed, 0);
+    const char *line = strstr(text, "sim0 progress_profile: ");
+    ck_assert_msg(line != NULL, "no profile line; stderr was: %s", text);
+    ck_assert_msg(strstr(line, " rings of tasks") != NULL, "line: %s", line);
+    static const char *const loop[] = {"outbound", "rings", "eager", "pop", "start", "idle"};
+    static const char *const within[] = {"query",  "reserve", "stage",   "issue",
+                                         "launch", "finish",  "complete"};
+    double sum = 0;
+    for (size_t k = 0; k < sizeof(loop) / sizeof(loop[0]); k++) {
+        double share = profile_share(line, loop[k]);
+        ck_assert_msg(share >= 0 && share <= 100, "%s: %.1f in %s", loop[k], share, line);
+        sum += share;
+    }
+    ck_assert_msg(sum > 99.0 && sum < 101.0, "the loop's shares add up to %.1f: %s", sum, line);
+    for (size_t k = 0; k < sizeof(within) / sizeof(within[0]); k++) {
+        double share = profile_share(line, within[k]);
+        ck_assert_msg(share >= 0 && share <= 100, "%s: %.1f in %s", within[k], share, line);
+    }
+    ck_assert_msg(strstr(line, "; thread: cpu=") != NULL, "line: %s", line);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -1219,6 +1271,7 @@ static Suite *suite(void)
     tc = tu_tcase(s, "coherence", 30);
     tcase_add_loop_test(tc, test_cpu_after_sim, 0, 2);
     tcase_add_loop_test(tc, test_chore_failure_keeps_host, 0, 2);
+    tcase_add_loop_test(tc, test_progress_profile_line, 0, 2);
     tc = tu_tcase(s, "faults", 30);
     tcase_add_loop_test(tc, test_fail_submission_retried, 0, 2);
     tcase_add_loop_test(tc, test_fail_alloc, 0, 2);

@@ -19,34 +19,6 @@
 
 static const char *const host_only[] = {"devices", "host", "nthreads", "1", NULL};
 
-/* stderr captured into a temporary file between capture_start and capture_end. */
-typedef struct capture {
-    int fd, saved;
-    char text[16384];
-} capture_t;
-
-static void capture_start(capture_t *c)
-{
-    char path[] = "/tmp/check_robust_stderr_XXXXXX";
-    c->fd = mkstemp(path);
-    ck_assert_int_ge(c->fd, 0);
-    unlink(path);
-    fflush(stderr);
-    c->saved = dup(2);
-    dup2(c->fd, 2);
-}
-
-static const char *capture_end(capture_t *c)
-{
-    fflush(stderr);
-    dup2(c->saved, 2);
-    close(c->saved);
-    ssize_t n = pread(c->fd, c->text, sizeof(c->text) - 1, 0);
-    close(c->fd);
-    c->text[n > 0 ? n : 0] = '\0';
-    return c->text;
-}
-
 static int count_of(const char *text, const char *needle)
 {
     int n = 0;
@@ -231,12 +203,12 @@ static void levels_in_order(int debug_first)
         c[i] = tu_init(
             (const char *const[]){"devices", "host", "nthreads", "1", "verbose", lv[i], NULL});
     convoy_context_t *dbg = debug_first ? c[0] : c[1], *quiet = debug_first ? c[1] : c[0];
-    capture_t cap;
+    tu_capture_t cap;
     char buf[8];
-    capture_start(&cap);
+    tu_capture_start(&cap);
     convoy_param_get(dbg, "knob_on_debug_ctx", buf, sizeof(buf));
     convoy_param_get(quiet, "knob_on_quiet_ctx", buf, sizeof(buf));
-    const char *text = capture_end(&cap);
+    const char *text = tu_capture_end(&cap);
     ck_assert_msg(strstr(text, "knob_on_debug_ctx") != NULL, "debug_first %d: stderr: %s",
                   debug_first, text);
     ck_assert_msg(strstr(text, "knob_on_quiet_ctx") == NULL, "debug_first %d: stderr: %s",
@@ -310,11 +282,11 @@ START_TEST(init_error_printed_once)
      * gets it from convoy_last_error, prints it: it was printed twice). */
     tu_set_presets(host_only);
     setenv("CONVOY_SCHED", "nope", 1);
-    capture_t cap;
-    capture_start(&cap);
+    tu_capture_t cap;
+    tu_capture_start(&cap);
     convoy_context_t *ctx = NULL;
     convoy_status_t st = convoy_init(NULL, NULL, &ctx);
-    const char *text = capture_end(&cap);
+    const char *text = tu_capture_end(&cap);
     ck_assert_int_eq(st, CONVOY_ERR_NOT_FOUND);
     tu_assert_error_has(NULL, "'nope'", "CONVOY_SCHED");
     ck_assert_msg(count_of(text, "'nope'") == 0, "stderr: %s", text);
@@ -327,8 +299,8 @@ START_TEST(repeat_burst)
      * 255 more like it: <first>" at the flush; another key and another context are
      * counted apart; below the level nothing is printed or counted. */
     convoy_context_t *ctx = tu_init(host_only);
-    capture_t cap;
-    capture_start(&cap);
+    tu_capture_t cap;
+    tu_capture_start(&cap);
     for (int i = 0; i < 256; i++) {
         convoy__log_repeat(ctx, "task failed", CONVOY__LOG_WARN, "task #%d failed: boom", i);
         if (i < 3)
@@ -339,7 +311,7 @@ START_TEST(repeat_burst)
     }
     convoy__log_repeat_flush(ctx);
     convoy__log_repeat_flush(NULL);
-    const char *text = capture_end(&cap);
+    const char *text = tu_capture_end(&cap);
     ck_assert_msg(count_of(text, "\n") == 6, "stderr: %s", text);
     ck_assert_msg(strstr(text, "convoy warn: task #0 failed: boom\n") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "... and 255 more like it: task #0 failed: boom\n") != NULL, "%s",
@@ -356,15 +328,15 @@ START_TEST(repeat_burst_ends)
     /* Proves: a repeat after a pause longer than the gap prints the summary of the
      * burst before it and starts a new burst; convoy_fini prints what is still open. */
     convoy_context_t *ctx = tu_init(host_only);
-    capture_t cap;
-    capture_start(&cap);
+    tu_capture_t cap;
+    tu_capture_start(&cap);
     for (int i = 0; i < 3; i++)
         convoy__log_repeat(ctx, "k", CONVOY__LOG_WARN, "first burst %d", i);
     convoy__sleep_until_ns(convoy__now_ns() + CONVOY__LOG_REPEAT_GAP_NS + 100000000ull);
     for (int i = 0; i < 4; i++)
         convoy__log_repeat(ctx, "k", CONVOY__LOG_WARN, "second burst %d", i);
     convoy_fini(ctx);
-    const char *text = capture_end(&cap);
+    const char *text = tu_capture_end(&cap);
     const char *a = strstr(text, "first burst 0\n"),
                *b = strstr(text, "... and 2 more like it: "
                                  "first burst 0\n"),
@@ -379,8 +351,8 @@ START_TEST(repeat_table_full)
     /* Proves: more kinds than the fixed table holds are printed one by one, none lost
      * and nothing allocated. */
     convoy__log_repeat_flush(NULL); /* empty the table (CK_FORK=no runs tests in turn) */
-    capture_t cap;
-    capture_start(&cap);
+    tu_capture_t cap;
+    tu_capture_start(&cap);
     char key[16];
     for (int i = 0; i < 100; i++) {
         snprintf(key, sizeof(key), "key%d", i);
@@ -391,7 +363,7 @@ START_TEST(repeat_table_full)
         convoy__log_repeat(NULL, key, CONVOY__LOG_WARN, "kind %d again", i);
     }
     convoy__log_repeat_flush(NULL);
-    const char *text = capture_end(&cap);
+    const char *text = tu_capture_end(&cap);
     for (int i = 0; i < 100; i++) {
         char first[32];
         snprintf(first, sizeof(first), "kind %d\n", i);

@@ -237,3 +237,25 @@ int tu_main(Suite *s)
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
 }
+
+void tu_capture_start(tu_capture_t *c)
+{
+    char path[] = "/tmp/convoy_test_stderr_XXXXXX";
+    c->fd = mkstemp(path);
+    ck_assert_int_ge(c->fd, 0);
+    unlink(path);
+    fflush(stderr);
+    c->saved = dup(2);
+    dup2(c->fd, 2);
+}
+
+const char *tu_capture_end(tu_capture_t *c)
+{
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    ssize_t n = pread(c->fd, c->text, sizeof(c->text) - 1, 0);
+    close(c->fd);
+    c->text[n > 0 ? n : 0] = '\0';
+    return c->text;
+}

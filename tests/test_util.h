@@ -107,4 +107,13 @@ static inline uint64_t tu_mix(uint64_t h, uint64_t x)
 /* Wall-clock seconds (CLOCK_MONOTONIC). */
 double tu_now(void);
 
+/* stderr captured into a temporary file between tu_capture_start and tu_capture_end,
+ * which returns what was written (the first 16 KiB), NUL-terminated, in c. */
+typedef struct tu_capture {
+    int fd, saved;
+    char text[16384];
+} tu_capture_t;
+void tu_capture_start(tu_capture_t *c);
+const char *tu_capture_end(tu_capture_t *c);
+
 #endif /* CONVOY_TEST_UTIL_H */
