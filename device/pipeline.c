@@ -219,6 +219,18 @@ static void prof_reset(convoy__pipe_t *p)
     thread_usage(&p->prof_usage);
 }
 
+/* Append " name=Tus(S%)" to line (after prefix) and return its new length: each part with
+ * its share of the period, since a slower machine (or run) makes every part slower
+ * together and a change to one part shows in its share (doc/tracing.md). */
+static int prof_part(char *line, size_t size, int len, const char *prefix, const char *name,
+                     uint64_t ns, uint64_t total)
+{
+    if (len <= 0 || (size_t)len >= size)
+        return len;
+    return len + snprintf(line + len, size - (size_t)len, "%s %s=%.0fus(%.1f%%)", prefix, name,
+                          ns / 1e3, total ? 100.0 * (double)ns / (double)total : 0.0);
+}
+
 /* Print the split of the busy period that ends now, and start the next one. */
 static void prof_print(convoy__pipe_t *p)
 {
@@ -235,15 +247,11 @@ static void prof_print(convoy__pipe_t *p)
                  p->dev->name, total / 1e3, (unsigned long long)p->prof_passes,
                  (unsigned long long)p->prof_rings, (unsigned long long)p->prof_transfer_rings,
                  (unsigned long long)p->prof_transfers);
-    for (int i = 0; i < CONVOY__PROF_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
-        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s=%.0fus(%.1f%%)", names[i],
-                        p->prof[i] / 1e3, total ? 100.0 * (double)p->prof[i] / (double)total : 0.0);
-    /* Each part's share of the period too: a slower machine (or run) makes every part
-     * slower together, so a change to one part shows in its share (doc/tracing.md). */
-    for (int i = 0; i < CONVOY__SUB_COUNT && len > 0 && (size_t)len < sizeof(line); i++)
-        len += snprintf(line + len, sizeof(line) - (size_t)len, "%s %s=%.0fus(%.1f%%)",
-                        i == 0 ? "; within:" : "", subs[i], p->sub[i] / 1e3,
-                        total ? 100.0 * (double)p->sub[i] / (double)total : 0.0);
+    for (int i = 0; i < CONVOY__PROF_COUNT; i++)
+        len = prof_part(line, sizeof(line), len, "", names[i], p->prof[i], total);
+    for (int i = 0; i < CONVOY__SUB_COUNT; i++)
+        len = prof_part(line, sizeof(line), len, i == 0 ? "; within:" : "", subs[i], p->sub[i],
+                        total);
     /* CPU time well under the period's: the thread was off its core (blocked in the
      * kernel, or preempted: the context switches say which). */
     convoy__thread_usage_t u;
