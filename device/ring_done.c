@@ -240,11 +240,8 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
         moved = progress_ungrouped(p, r);
     for (int k = 0; k < r->ngroups && r->kind == RING_TASKS; k++) {
         convoy__group_t *g = &r->groups[k];
-        if (p->ctx->trace != NULL) {
+        if (p->ctx->trace != NULL)
             convoy__launch_started(p, g);
-            if (g->traced_steps < 2)
-                trace_steps(p, r, g);
-        }
         switch (g->state) {
         case GROUP_WAIT_IN:
             if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
@@ -253,13 +250,15 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
             }
             break;
         case GROUP_LAUNCHED: {
-            /* The chores' results are known once the launch's event completes. */
-            if (!convoy__pev_poll(p, g->exec_ev))
-                break;
-            /* Seen complete since this pass's trace_steps looked: its members show it
-             * before they complete (a completed member is not traced again). */
+            /* The chores' results are known once the launch's event completes. Traced
+             * after that poll (an event seen over stays over), so that a launch seen over
+             * now shows its members executed before they complete: a completed member is
+             * not traced again. */
+            int over = convoy__pev_poll(p, g->exec_ev);
             if (p->ctx->trace != NULL && g->traced_steps < 2)
                 trace_steps(p, r, g);
+            if (!over)
+                break;
             int open = 0;
             for (int i = 0; i < g->count; i++) {
                 convoy__member_t *m = &r->m[r->order[g->first + i]];
