@@ -36,12 +36,6 @@
 #include "src/core.h"
 #include "tests/test_util.h"
 
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
-
 #define KiB ((size_t)1024)
 #define MiB (1024 * KiB)
 #define MAXT 2048 /* tasks per test */

@@ -15,14 +15,6 @@
 #include "tests/test_util.h"
 
 #define KiB ((size_t)1024)
-
-/* ck_assert records its location on every call (a write to a pipe): too slow inside the
- * loops over thousands of copies, so those check with this and abort only on failure. */
-#define REQUIRE(cond, ...)                                                                         \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg(__VA_ARGS__);                                                             \
-    } while (0)
 #define MiB (1024 * KiB)
 
 /* A planned stage: the copies (reordered in place by the plan) and the submissions. */

@@ -14,6 +14,7 @@ convoy_check_suites = \
 	tests/check_deps \
 	tests/check_api \
 	tests/check_pipeline \
+	tests/check_pipeline_faults \
 	tests/check_coherence \
 	tests/check_batch \
 	tests/check_bounce \
@@ -92,9 +93,14 @@ tests_check_api_SOURCES = tests/check_api.c $(convoy_check_util)
 tests_check_api_CFLAGS = $(convoy_check_cflags)
 tests_check_api_LDADD = $(convoy_check_ldadd)
 
-tests_check_pipeline_SOURCES = tests/check_pipeline.c $(convoy_check_util)
+tests_check_pipeline_SOURCES = tests/check_pipeline.c tests/pipeline_world.c \
+	tests/pipeline_world.h $(convoy_check_util)
 tests_check_pipeline_CFLAGS = $(convoy_check_cflags)
 tests_check_pipeline_LDADD = $(convoy_check_ldadd)
+tests_check_pipeline_faults_SOURCES = tests/check_pipeline_faults.c tests/pipeline_world.c \
+	tests/pipeline_world.h $(convoy_check_util)
+tests_check_pipeline_faults_CFLAGS = $(convoy_check_cflags)
+tests_check_pipeline_faults_LDADD = $(convoy_check_ldadd)
 
 tests_check_coherence_SOURCES = tests/check_coherence.c $(convoy_check_util)
 tests_check_coherence_CFLAGS = $(convoy_check_cflags)

@@ -80,6 +80,14 @@ void tu_env_clear(void);
 /* Threads of this process (from /proc/self/task); -1 when unknown. */
 int tu_thread_count(void);
 
+/* ck_assert records its location on every call (a write to a pipe): too slow inside loops
+ * over thousands of items, which check with this and abort only on failure. */
+#define REQUIRE(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
 /* Assert that convoy_last_error(ctx) contains each of the NULL-terminated strings. */
 #define tu_assert_error_has(ctx, ...)                                                              \
     tu_assert_error_has_((ctx), __FILE__, __LINE__, __VA_ARGS__, NULL)

@@ -1,0 +1,267 @@
+/*
+ * check_pipeline_faults: every fault-injection path of the sim device through the
+ * accelerator pipeline, one at a time, under both schedulers (DESIGN.md, "memcpy_multi:
+ * the contract"): a failed copy submission retried copy by copy, a failed allocation, a
+ * failed launch, a datum larger than the device, an event that cannot be recorded (once,
+ * and for good) and a failed synchronisation. Each checks the world's oracle
+ * (tests/pipeline_world.h): nothing lost, and exactly the tasks that must fail fail,
+ * with messages that name the device.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convoy.h"
+#include "device/device.h"
+#include "device/pipeline.h"
+#include "device/sim/sim.h"
+#include "src/context.h"
+#include "tests/pipeline_world.h"
+#include "tests/test_util.h"
+
+#define TINY_N 32
+
+/* TINY_N tasks of 3 inputs and 1 output of 8 KiB, each on its own data, inserted while
+ * a ring cannot close before the last (batch_max_tasks = TINY_N, a long max_wait). */
+static void tiny_tasks(world_t *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const int data[] = {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3};
+        world_task(w, S_SIM_TINY, 0, data, (uint64_t)i);
+    }
+}
+
+static void tiny_world(world_t *w, pset_t *ps, int n)
+{
+    static size_t sizes[4 * TINY_N];
+    for (int i = 0; i < 4 * n; i++)
+        sizes[i] = 8 * KiB;
+    world_init(w, ps, 4 * n, sizes, 11);
+}
+
+/* A failed copy submission is retried one copy at a time from the first copy it did not
+ * enqueue (the memcpy_multi contract): under batch, the second stage-in submission of a
+ * ring (32 of 96 copies; the sim enqueues 8 before failing) costs exactly 24 retried
+ * copies, logged by the sim as single copies on the same stream right after the failed
+ * call, and every task still succeeds. Under fifo every submission is a single copy: the
+ * failed copy is either retried or fails exactly its task (whose output then keeps its
+ * old value), the others succeed. */
+START_TEST(test_fail_submission_retried)
+{
+    const char *sched = g_scheds[_i];
+    pset_t ps;
+    ps_base(&ps, sched);
+    ps_setf(&ps, "batch_max_tasks", "%d", TINY_N);
+    ps_set(&ps, "batch_max_wait_us", "1e7");
+    ps_set(&ps, "batch_idle_close", "0");
+    ps_set(&ps, "batch_max_copies", "32");
+    ps_set(&ps, "sim_fail_submission", _i == 1 ? "2" : "5");
+    ps_set(&ps, "sim_fail_submitted", "8");
+    static world_t w;
+    tiny_world(&w, &ps, TINY_N);
+    tiny_tasks(&w, TINY_N);
+    verdict_t v = world_wait(&w, 0);
+    convoy_stats_t s = world_stats(&w);
+    convoy__device_t *dev = convoy__ctx_accel(w.ctx, 0);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(dev, &c);
+    if (strcmp(sched, "batch") == 0) {
+        ck_assert_msg(v.ok == TINY_N, "%d of %d tasks succeeded: %s", v.ok, TINY_N, v.msg);
+        ck_assert_uint_eq(s.rings, 1);
+        ck_assert_uint_eq(s.retried_copies, 24);
+        ck_assert_uint_eq(s.h2d_submissions, 3);
+        ck_assert_uint_eq(s.h2d_copies, 3 * TINY_N);
+        ck_assert_uint_eq(c.submissions[CONVOY__H2D], 3 + 24);
+        ck_assert_uint_eq(c.copies[CONVOY__H2D], 3 * TINY_N);
+        convoy__sim_record_t rec[64];
+        int nrec = convoy__sim_records(dev, rec, 64);
+        ck_assert_int_ge(nrec, 3 + 24);
+        ck_assert(!rec[0].failed && rec[0].copies == 32);
+        ck_assert(rec[1].failed && rec[1].copies == 8 && rec[1].dir == CONVOY__H2D);
+        for (int k = 2; k < 2 + 24; k++) {
+            ck_assert_msg(!rec[k].failed && rec[k].copies == 1 &&
+                              rec[k].method == CONVOY__METHOD_LOOP &&
+                              rec[k].stream == rec[1].stream && rec[k].dir == CONVOY__H2D,
+                          "record %d: copies %d, method %d, stream %d, failed %d", k, rec[k].copies,
+                          rec[k].method, rec[k].stream, rec[k].failed);
+        }
+        ck_assert(!rec[26].failed && rec[26].copies == 32);
+    } else {
+        ck_assert_uint_eq(s.rings, TINY_N);
+        if (v.failed == 0) {
+            ck_assert_int_eq(v.ok, TINY_N);
+            ck_assert_uint_eq(s.retried_copies, 1);
+        } else {
+            ck_assert_int_eq(v.failed, 1);
+            ck_assert_int_eq(v.ok, TINY_N - 1);
+            ck_assert_uint_eq(s.retried_copies, 0);
+            ck_assert_msg(strstr(v.msg, "(class 'sim_tiny') failed: ") &&
+                              (strstr(v.msg, "stage-in") || strstr(v.msg, "pushout")) &&
+                              strstr(v.msg, "injected failure of submission 5"),
+                          "message: %s", v.msg);
+        }
+    }
+    world_fini(&w);
+}
+END_TEST
+
+/* The first of two sim tasks (the second reads its output) fails under the sim's fault
+ * key=val, with a message naming the task, its class, `what` failed and the fault; the
+ * chore never ran, the second task and both observers are cancelled (convoy_wait counts
+ * 1 failed, 3 cancelled), the output keeps its value, and the two inserted again
+ * succeed. */
+static void first_of_two_fails(const char *sched, const char *key, const char *val,
+                               const char *what)
+{
+    pset_t ps;
+    ps_base(&ps, sched);
+    ps_set(&ps, key, val);
+    static world_t w;
+    tiny_world(&w, &ps, 2);
+    const int data[] = {0, 1, 2, 3}, next[] = {3, 4, 5, 6};
+    world_task(&w, S_SIM_TINY, 0, data, 1);
+    world_task(&w, S_SIM_TINY, 0, next, 2); /* reads the failed task's output */
+    verdict_t v = world_wait(&w, 0);
+    ck_assert_int_eq(v.failed, 1);
+    ck_assert_int_eq(v.cancelled, 1);
+    ck_assert_int_eq(atomic_load(&g_ran[0]), 0);
+    ck_assert_msg(strstr(v.msg, "task 0 (class 'sim_tiny') failed: ") && strstr(v.msg, what) &&
+                      strstr(v.msg, key) && strstr(v.msg, "1 task(s) failed and 3 were cancelled"),
+                  "message: %s", v.msg);
+    world_task(&w, S_SIM_TINY, 0, data, 3);
+    world_task(&w, S_SIM_TINY, 0, next, 4);
+    v = world_wait(&w, 1);
+    ck_assert_int_eq(v.ok, 2);
+    world_fini(&w);
+}
+
+/* An allocation that fails (sim_fail_alloc, CONVOY_ERR_DEVICE): a device memory message;
+ * the memory the task had taken is given back (world_fini). */
+START_TEST(test_fail_alloc)
+{
+    first_of_two_fails(g_scheds[_i], "sim_fail_alloc", "2", "device memory");
+}
+END_TEST
+
+/* A launch that fails (sim_fail_launch): a launch message, the chore never run. */
+START_TEST(test_fail_launch)
+{
+    first_of_two_fails(g_scheds[_i], "sim_fail_launch", "1", "failed: launch on sim0 failed");
+}
+END_TEST
+
+/* A datum larger than the device's memory fails its sim task with a message naming the
+ * datum's size and the device's; nothing is allocated for it and other tasks go on. */
+START_TEST(test_datum_larger_than_device)
+{
+    pset_t ps;
+    ps_base(&ps, g_scheds[_i]);
+    ps_set(&ps, "sim_memory", "64K");
+    const size_t sizes[] = {1 * KiB, 128 * KiB, 8 * KiB};
+    static world_t w;
+    world_init(&w, &ps, 3, sizes, 3);
+    world_task(&w, S_SIM_RW, 0, (const int[]){0, 1}, 1);
+    world_task(&w, S_SIM_RW, 0, (const int[]){0, 2}, 2);
+    verdict_t v = world_wait(&w, 0);
+    ck_assert_int_eq(v.failed, 1);
+    ck_assert_int_eq(v.ok, 1);
+    ck_assert_int_eq(atomic_load(&g_seen[1]), 1);
+    ck_assert_msg(strstr(v.msg, "task 0 (class 'sim_rw') failed: ") && strstr(v.msg, "131072") &&
+                      strstr(v.msg, "65536"),
+                  "message: %s", v.msg);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(convoy__ctx_accel(w.ctx, 0), &c);
+    ck_assert_uint_le(c.peak_bytes, 64 * KiB);
+    world_fini(&w);
+}
+END_TEST
+
+/* Event records that fail for a while (sim_fail_record, sim_fail_records = 3) are
+ * retried: a later record on the same stream covers the same work, so random graphs
+ * under both schedulers still give the sequential result with every task succeeding. */
+START_TEST(test_fail_record_retried)
+{
+    const char *sched;
+    uint64_t seed;
+    sched_and_seed(_i, &sched, &seed);
+    pset_t ps;
+    ps_base(&ps, sched);
+    ps_set(&ps, "sim_fail_record", "5");
+    ps_set(&ps, "sim_fail_records", "3");
+    random_graph_all_succeed(&ps, seed + 400, tu_scaled(100, 30));
+}
+END_TEST
+
+/* A device that never records an event again (from the 3rd record on; issue 9, case 2):
+ * nothing is abandoned in flight: the pipeline waits for the stream instead, so every
+ * copy and launch is proven over, every task succeeds with its outputs whole, nothing
+ * hangs and no device memory is kept out of use. */
+START_TEST(test_fail_record_forever)
+{
+    pset_t ps;
+    ps_base(&ps, g_scheds[_i]);
+    ps_set(&ps, "sim_fail_record", "3");
+    ps_set(&ps, "sim_fail_records", "2000000000");
+    static world_t w;
+    tiny_world(&w, &ps, 4);
+    tiny_tasks(&w, 4);
+    verdict_t v = world_wait(&w, 1);
+    ck_assert_int_eq(v.wait, CONVOY_SUCCESS);
+    ck_assert_int_eq(v.ok, 4);
+    world_fini(&w);
+}
+END_TEST
+
+/* As above, and waiting for the stream fails too (sim_fail_sync): the device is broken.
+ * The tasks whose copies cannot be proven over fail with a message naming the device,
+ * convoy_wait reports them, every host buffer keeps the value of the tasks that
+ * succeeded, and the device memory those copies touch is never reused. When the
+ * submission that cannot be proven over is a pushout home, its copy was only read: it
+ * keeps its version, a later flush pushes it again, and no task fails (before, the
+ * newest version was lost with it). */
+START_TEST(test_fail_sync)
+{
+    pset_t ps;
+    ps_base(&ps, g_scheds[_i]);
+    ps_set(&ps, "sim_fail_record", "3");
+    ps_set(&ps, "sim_fail_records", "2000000000");
+    ps_set(&ps, "sim_fail_sync", "1");
+    static world_t w;
+    tiny_world(&w, &ps, 4);
+    tiny_tasks(&w, 4);
+    verdict_t v = world_wait(&w, 0);
+    ck_assert_msg(v.wait == CONVOY_ERR_TASK_FAILED || v.wait == CONVOY_SUCCESS, "wait: %d %s",
+                  (int)v.wait, v.msg);
+    if (v.wait != CONVOY_SUCCESS) {
+        ck_assert_uint_gt(world_stats(&w).tasks_failed,
+                          0); /* a task, or an observer of its output */
+        ck_assert_msg(strstr(v.msg, "sim0") != NULL, "message: %s", v.msg);
+    }
+    w.pinned_ok = 1; /* device copies whose transfers were never proven over stay out of use */
+    world_fini(&w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("pipeline faults");
+    TCase *tc = tu_tcase(s, "faults", 30);
+    tcase_add_loop_test(tc, test_fail_submission_retried, 0, 2);
+    tcase_add_loop_test(tc, test_fail_alloc, 0, 2);
+    tcase_add_loop_test(tc, test_fail_launch, 0, 2);
+    tcase_add_loop_test(tc, test_datum_larger_than_device, 0, 2);
+    tcase_add_loop_test(tc, test_fail_record_retried, 0, 2);
+    tcase_add_loop_test(tc, test_fail_record_forever, 0, 2);
+    tcase_add_loop_test(tc, test_fail_sync, 0, 2);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}
