@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "bench/tiny_tasks.h"
@@ -16,9 +17,12 @@ struct tiny_args_dev {
 #define TINY_MAX_PTRS 3900 /* pointers per launch: the parameter block stays under 32 KiB */
 #define TINY_THREADS 256
 
-struct ring_params {
+/* A launch's flows, passed by value. A launch copies its whole parameter block, so the
+ * block is sized to the launch: the smallest of three capacities that holds its
+ * pointers (a ring of 256 tasks of 4 flows takes 8 KiB, not 31). */
+template <int CAP> struct ring_params {
     int ntasks, inputs, outputs, n; /* n: floats per flow */
-    float *p[TINY_MAX_PTRS];        /* task t's flow f at p[t * (inputs + outputs) + f] */
+    float *p[CAP];                  /* task t's flow f at p[t * (inputs + outputs) + f] */
 };
 
 __device__ static float tiny_value(float *const *f, int inputs, int i)
@@ -32,7 +36,7 @@ __device__ static float tiny_value(float *const *f, int inputs, int i)
 }
 
 /* blockIdx.y: the task; x covers its elements. */
-__global__ void tiny_ring_kernel(const ring_params P)
+template <int CAP> __global__ void tiny_ring_kernel(const ring_params<CAP> P)
 {
     int nf = P.inputs + P.outputs;
     float *const *f = P.p + (size_t)blockIdx.y * nf;
@@ -43,26 +47,48 @@ __global__ void tiny_ring_kernel(const ring_params P)
     }
 }
 
+template <int CAP>
+static void launch_cap(float *const *ptrs, int k, int inputs, int outputs, int elems, int bx,
+                       cudaStream_t stream)
+{
+    static thread_local ring_params<CAP> P; /* large: off the stack; one per thread */
+    P.ntasks = k;
+    P.inputs = inputs;
+    P.outputs = outputs;
+    P.n = elems;
+    memcpy(P.p, ptrs, (size_t)k * (inputs + outputs) * sizeof(float *));
+    tiny_ring_kernel<CAP><<<dim3(bx, k), TINY_THREADS, 0, stream>>>(P);
+}
+
+/* One kernel for k tasks whose flows are ptrs (k * (inputs + outputs) <= TINY_MAX_PTRS). */
+static void launch_tasks(float *const *ptrs, int k, int inputs, int outputs, int elems,
+                         cudaStream_t stream)
+{
+    int bx = (elems + TINY_THREADS - 1) / TINY_THREADS;
+    if (bx > 64)
+        bx = 64;
+    int need = k * (inputs + outputs);
+    if (need <= 128)
+        launch_cap<128>(ptrs, k, inputs, outputs, elems, bx, stream);
+    else if (need <= 1024)
+        launch_cap<1024>(ptrs, k, inputs, outputs, elems, bx, stream);
+    else
+        launch_cap<TINY_MAX_PTRS>(ptrs, k, inputs, outputs, elems, bx, stream);
+}
+
 static int launch_ring(const convoy_task_view_t *const *tasks, int n, cudaStream_t stream)
 {
     const tiny_args_dev *a = (const tiny_args_dev *)tasks[0]->args;
     int nf = a->inputs + a->outputs;
     int per_launch = TINY_MAX_PTRS / nf;
     int elems = (int)(tasks[0]->flow_bytes[0] / sizeof(float));
-    int bx = (elems + TINY_THREADS - 1) / TINY_THREADS;
-    if (bx > 64)
-        bx = 64;
-    static thread_local ring_params P; /* large: off the stack; one per progress thread */
+    static thread_local float *ptrs[TINY_MAX_PTRS];
     for (int first = 0; first < n; first += per_launch) {
         int k = n - first < per_launch ? n - first : per_launch;
-        P.ntasks = k;
-        P.inputs = a->inputs;
-        P.outputs = a->outputs;
-        P.n = elems;
         for (int t = 0; t < k; t++)
             for (int f = 0; f < nf; f++)
-                P.p[t * nf + f] = (float *)tasks[first + t]->flows[f];
-        tiny_ring_kernel<<<dim3(bx, k), TINY_THREADS, 0, stream>>>(P);
+                ptrs[t * nf + f] = (float *)tasks[first + t]->flows[f];
+        launch_tasks(ptrs, k, a->inputs, a->outputs, elems, stream);
     }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
@@ -161,23 +187,16 @@ extern "C" double tiny_raw_per_copy(int tasks, int inputs, int outputs, size_t b
     raw_world w;
     if (raw_setup(&w, tasks, inputs, outputs, bytes) != 0)
         return -1;
-    static ring_params P;
     int elems = (int)(bytes / sizeof(float));
-    int bx = (elems + TINY_THREADS - 1) / TINY_THREADS;
-    if (bx > 64)
-        bx = 64;
+    static float *ptrs[TINY_MAX_PTRS];
     double t0 = now_s();
     for (int t = 0; t < tasks; t++) {
         for (int f = 0; f < inputs; f++)
             RAW_CHECK(cudaMemcpyAsync(flow_ptr(w.dev, &w, t, f), flow_ptr(w.host, &w, t, f), bytes,
                                       cudaMemcpyHostToDevice, w.s));
-        P.ntasks = 1;
-        P.inputs = inputs;
-        P.outputs = outputs;
-        P.n = elems;
         for (int f = 0; f < w.nf; f++)
-            P.p[f] = flow_ptr(w.dev, &w, t, f);
-        tiny_ring_kernel<<<dim3(bx, 1), TINY_THREADS, 0, w.s>>>(P);
+            ptrs[f] = flow_ptr(w.dev, &w, t, f);
+        launch_tasks(ptrs, 1, inputs, outputs, elems, w.s);
         for (int o = 0; o < outputs; o++)
             RAW_CHECK(cudaMemcpyAsync(flow_ptr(w.host, &w, t, inputs + o),
                                       flow_ptr(w.dev, &w, t, inputs + o), bytes,
@@ -218,11 +237,8 @@ extern "C" double tiny_raw_ring(int tasks, int inputs, int outputs, size_t bytes
     void **dst = (void **)malloc(cap * sizeof(void *)),
          **src = (void **)malloc(cap * sizeof(void *));
     size_t *sizes = (size_t *)malloc(cap * sizeof(size_t));
-    static ring_params P;
+    static float *ptrs[TINY_MAX_PTRS];
     int elems = (int)(bytes / sizeof(float));
-    int bx = (elems + TINY_THREADS - 1) / TINY_THREADS;
-    if (bx > 64)
-        bx = 64;
     int per_launch = TINY_MAX_PTRS / nf;
     double t0 = now_s();
     for (int first = 0; first < tasks; first += ring) {
@@ -238,14 +254,10 @@ extern "C" double tiny_raw_ring(int tasks, int inputs, int outputs, size_t bytes
             return -1;
         for (int l = 0; l < k; l += per_launch) {
             int kk = k - l < per_launch ? k - l : per_launch;
-            P.ntasks = kk;
-            P.inputs = inputs;
-            P.outputs = outputs;
-            P.n = elems;
             for (int t = 0; t < kk; t++)
                 for (int f = 0; f < nf; f++)
-                    P.p[t * nf + f] = flow_ptr(w.dev, &w, first + l + t, f);
-            tiny_ring_kernel<<<dim3(bx, kk), TINY_THREADS, 0, w.s>>>(P);
+                    ptrs[t * nf + f] = flow_ptr(w.dev, &w, first + l + t, f);
+            launch_tasks(ptrs, kk, inputs, outputs, elems, w.s);
         }
         n = 0;
         for (int t = first; t < first + k; t++)
