@@ -20,7 +20,6 @@
 
 #include <check.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,54 +47,12 @@ enum { STREAM_IN = 0, STREAM_IN_LARGE = 1, STREAM_OUT = 2, STREAM_OUT_LARGE = 3 
 
 /* ---- presets ------------------------------------------------------------------------ */
 
-typedef struct pset {
-    const char *kv[160];
-    int n;
-    char vals[64][48];
-    int nv;
-} pset_t;
-
-static void ps_set(pset_t *p, const char *k, const char *v)
-{
-    ck_assert_int_lt(p->n + 3, (int)(sizeof(p->kv) / sizeof(p->kv[0])));
-    p->kv[p->n++] = k;
-    p->kv[p->n++] = v;
-    p->kv[p->n] = NULL;
-}
-
-static void ps_setf(pset_t *p, const char *k, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void ps_setf(pset_t *p, const char *k, const char *fmt, ...)
-{
-    ck_assert_int_lt(p->nv, 64);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->vals[p->nv], sizeof(p->vals[0]), fmt, ap);
-    va_end(ap);
-    ps_set(p, k, p->vals[p->nv++]);
-}
-
-static void ps_base(pset_t *p)
-{
-    memset(p, 0, sizeof(*p));
-    ps_set(p, "devices", "sim");
-    ps_set(p, "sched", "batch");
-    ps_set(p, "nthreads", "2");
-    ps_set(p, "bind", "0");
-    ps_set(p, "verbose", "error"); /* expected failures log at warn */
-    ps_set(p, "sim_submit_us", "0");
-    ps_set(p, "sim_copy_us", "0");
-    ps_set(p, "sim_single_copy_us", "0");
-    ps_set(p, "sim_launch_us", "0");
-    ps_set(p, "sim_bandwidth_gbs", "1e6");
-}
-
 /* Rings that close only when n tasks are in them. */
-static void ps_ring_of(pset_t *p, int n)
+static void ps_ring_of(tu_pset_t *p, int n)
 {
-    ps_setf(p, "batch_max_tasks", "%d", n);
-    ps_set(p, "batch_max_wait_us", "1e7");
-    ps_set(p, "batch_idle_close", "0");
+    tu_ps_setf(p, "batch_max_tasks", "%d", n);
+    tu_ps_set(p, "batch_max_wait_us", "1e7");
+    tu_ps_set(p, "batch_idle_close", "0");
 }
 
 /* ---- classes, chores and their logs ------------------------------------------------------ */
@@ -254,7 +211,7 @@ static void logs_reset(void)
     pthread_mutex_unlock(&g_log_lock);
 }
 
-static void bench_init(bench_t *b, const pset_t *ps)
+static void bench_init(bench_t *b, const tu_pset_t *ps)
 {
     logs_reset();
     memset(b, 0, sizeof(*b));
@@ -476,10 +433,10 @@ static void check_calls_partition(int ntasks)
 START_TEST(test_ring_exact)
 {
     int rings = 1 + _i, n = 256 * rings;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, 256);
-    ps_set(&ps, "batch_max_copies", "128");
+    tu_ps_set(&ps, "batch_max_copies", "128");
     static bench_t b;
     bench_init(&b, &ps);
     for (int i = 0; i < n; i++)
@@ -549,12 +506,12 @@ END_TEST
  * here even with a zero-latency cost model. */
 START_TEST(test_caps)
 {
-    pset_t ps;
-    ps_base(&ps);
-    ps_set(&ps, "batch_max_tasks", "64");
-    ps_set(&ps, "batch_max_copies", "16");
-    ps_set(&ps, "batch_max_bytes", "40K");
-    ps_set(&ps, "batch_split_bytes", "64K");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "batch_max_tasks", "64");
+    tu_ps_set(&ps, "batch_max_copies", "16");
+    tu_ps_set(&ps, "batch_max_bytes", "40K");
+    tu_ps_set(&ps, "batch_split_bytes", "64K");
     static bench_t b;
     bench_init(&b, &ps);
     tu_rng_t rng;
@@ -614,8 +571,8 @@ END_TEST
 START_TEST(test_copy_once)
 {
     const int n = 64;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, n);
     static bench_t b;
     bench_init(&b, &ps);
@@ -660,11 +617,11 @@ END_TEST
 static void large_after_small(int idle_close)
 {
     const int n = 17;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     if (idle_close) { /* ps_ring_of without its batch_idle_close 0 (a preset is set once) */
-        ps_setf(&ps, "batch_max_tasks", "%d", n);
-        ps_set(&ps, "batch_max_wait_us", "1e7");
+        tu_ps_setf(&ps, "batch_max_tasks", "%d", n);
+        tu_ps_set(&ps, "batch_max_wait_us", "1e7");
     } else {
         ps_ring_of(&ps, n);
     }
@@ -722,10 +679,10 @@ START_TEST(test_small_complete_before_large)
     for (int attempt = 0;; attempt++) {
         ck_assert_msg(attempt < 4, "the sim put the large copy first on its link in every "
                                    "attempt");
-        pset_t ps;
-        ps_base(&ps);
+        tu_pset_t ps;
+        tu_ps_sim(&ps, "batch");
         ps_ring_of(&ps, n);
-        ps_set(&ps, "sim_bandwidth_gbs", "0.05");
+        tu_ps_set(&ps, "sim_bandwidth_gbs", "0.05");
         static bench_t b;
         bench_init(&b, &ps);
         int large = bench_new_task(&b, C_RW, 2 * MiB, 8 * KiB);
@@ -772,15 +729,15 @@ END_TEST
  */
 START_TEST(test_split_member_waits_for_its_small_inputs)
 {
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, 1 + _i);
-    ps_set(&ps, "sim_bandwidth_gbs", "54");
+    tu_ps_set(&ps, "sim_bandwidth_gbs", "54");
     if (_i == 0) {
-        ps_set(&ps, "sim_submit_us", "100000"); /* the two small copies: one 100 ms call */
+        tu_ps_set(&ps, "sim_submit_us", "100000"); /* the two small copies: one 100 ms call */
     } else {
-        ps_set(&ps, "batch_max_copies", "1");
-        ps_set(&ps, "sim_single_copy_us", "50000"); /* every call 50 ms, in stream order */
+        tu_ps_set(&ps, "batch_max_copies", "1");
+        tu_ps_set(&ps, "sim_single_copy_us", "50000"); /* every call 50 ms, in stream order */
     }
     static bench_t b;
     bench_init(&b, &ps);
@@ -830,10 +787,10 @@ END_TEST
  */
 START_TEST(test_split_group_after_first_member_freed)
 {
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, 2);
-    ps_set(&ps, "sim_bandwidth_gbs", "0.05");
+    tu_ps_set(&ps, "sim_bandwidth_gbs", "0.05");
     static bench_t b;
     bench_init(&b, &ps);
     int first = bench_new_task(&b, C_RW, 8 * KiB, 8 * KiB);
@@ -855,8 +812,8 @@ END_TEST
 START_TEST(test_per_task_chores)
 {
     const int n = 64;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, n);
     static bench_t b;
     bench_init(&b, &ps);
@@ -886,8 +843,8 @@ END_TEST
 START_TEST(test_non_batchable_alone)
 {
     const int n = 32;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, 256);
     static bench_t b;
     bench_init(&b, &ps);
@@ -922,8 +879,8 @@ END_TEST
 START_TEST(test_mixed_classes)
 {
     const int n = 32;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, n);
     static bench_t b;
     bench_init(&b, &ps);
@@ -957,10 +914,10 @@ END_TEST
 START_TEST(test_trickle)
 {
     const int n = 8;
-    pset_t ps;
-    ps_base(&ps);
-    ps_set(&ps, "batch_max_tasks", "256");
-    ps_set(&ps, "batch_max_wait_us", "200");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "batch_max_tasks", "256");
+    tu_ps_set(&ps, "batch_max_wait_us", "200");
     static bench_t b;
     bench_init(&b, &ps);
     for (int i = 0; i < n; i++) {
@@ -984,10 +941,10 @@ END_TEST
 START_TEST(test_memory_pressure)
 {
     const int n = 64;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, n);
-    ps_set(&ps, "sim_memory", "256K");
+    tu_ps_set(&ps, "sim_memory", "256K");
     static bench_t b;
     bench_init(&b, &ps);
     for (int i = 0; i < n; i++)
@@ -1014,10 +971,10 @@ END_TEST
 
 /* FAIL_N tasks (one input, one output of 8 KiB each) in one ring, 16 copies per
  * submission: 4 stage-in submissions (sim submissions 1-4) and 4 pushout ones. */
-static void fail_ring(bench_t *b, pset_t *ps)
+static void fail_ring(bench_t *b, tu_pset_t *ps)
 {
     ps_ring_of(ps, FAIL_N);
-    ps_set(ps, "batch_max_copies", "16");
+    tu_ps_set(ps, "batch_max_copies", "16");
     bench_init(b, ps);
     for (int i = 0; i < FAIL_N; i++)
         bench_new_task(b, C_RW, 8 * KiB, 8 * KiB);
@@ -1039,10 +996,10 @@ static void check_retries(const convoy__sim_record_t *rec, int nrec, int k0, int
  * retried one at a time on the same stream, right after it; every task succeeds. */
 START_TEST(test_stage_in_failure_retried)
 {
-    pset_t ps;
-    ps_base(&ps);
-    ps_set(&ps, "sim_fail_submission", "2");
-    ps_set(&ps, "sim_fail_submitted", "5");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_fail_submission", "2");
+    tu_ps_set(&ps, "sim_fail_submitted", "5");
     static bench_t b;
     fail_ring(&b, &ps);
     bench_wait_all_ok(&b);
@@ -1072,10 +1029,10 @@ END_TEST
  * succeeds and every output comes home once. */
 START_TEST(test_pushout_failure_retried)
 {
-    pset_t ps;
-    ps_base(&ps);
-    ps_set(&ps, "sim_fail_submission", "5");
-    ps_set(&ps, "sim_fail_submitted", "3");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_fail_submission", "5");
+    tu_ps_set(&ps, "sim_fail_submitted", "3");
     static bench_t b;
     fail_ring(&b, &ps);
     bench_wait_all_ok(&b);
@@ -1107,11 +1064,11 @@ END_TEST
  */
 START_TEST(test_unmended_failures)
 {
-    pset_t ps;
-    ps_base(&ps);
-    ps_set(&ps, "sim_fail_submission", "2");
-    ps_set(&ps, "sim_fail_submitted", "5");
-    ps_set(&ps, "sim_fail_every", "4");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_fail_submission", "2");
+    tu_ps_set(&ps, "sim_fail_submitted", "5");
+    tu_ps_set(&ps, "sim_fail_every", "4");
     static bench_t b;
     fail_ring(&b, &ps);
     char msg[1024];
@@ -1161,10 +1118,10 @@ END_TEST
 START_TEST(test_launch_failure)
 {
     const int n = 16;
-    pset_t ps;
-    ps_base(&ps);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
     ps_ring_of(&ps, n);
-    ps_set(&ps, "sim_fail_launch", _i == 0 ? "5" : "1");
+    tu_ps_set(&ps, "sim_fail_launch", _i == 0 ? "5" : "1");
     static bench_t b;
     bench_init(&b, &ps);
     int cls = _i == 0 ? C_TINY_NOBATCH : C_TINY;

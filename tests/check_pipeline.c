@@ -43,7 +43,7 @@ START_TEST(test_random_graphs)
     const char *sched;
     uint64_t seed;
     sched_and_seed(_i, &sched, &seed);
-    pset_t ps;
+    tu_pset_t ps;
     ps_random(&ps, sched);
     tu_rng_t rng;
     tu_rng_seed(&rng, seed);
@@ -84,8 +84,8 @@ END_TEST
 START_TEST(test_cpu_after_sim)
 {
     const char *sched = g_scheds[_i];
-    pset_t ps;
-    ps_base(&ps, sched);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, sched);
     const size_t sizes[] = {4 * KiB, 8 * KiB, 2 * KiB};
     static world_t w;
     world_init(&w, &ps, 3, sizes, 7);
@@ -130,7 +130,7 @@ START_TEST(test_chore_failures_random)
     const char *sched;
     uint64_t seed;
     sched_and_seed(_i, &sched, &seed);
-    pset_t ps;
+    tu_pset_t ps;
     ps_random(&ps, sched);
     tu_rng_t rng;
     tu_rng_seed(&rng, seed + 100);
@@ -196,11 +196,11 @@ START_TEST(test_chaos_random)
     const char *sched;
     uint64_t seed;
     sched_and_seed(_i, &sched, &seed);
-    pset_t ps;
+    tu_pset_t ps;
     ps_random(&ps, sched);
-    ps_set(&ps, "sim_fail_every", "13");
-    ps_set(&ps, "sim_fail_alloc", "9");
-    ps_set(&ps, "sim_fail_launch", "11");
+    tu_ps_set(&ps, "sim_fail_every", "13");
+    tu_ps_set(&ps, "sim_fail_alloc", "9");
+    tu_ps_set(&ps, "sim_fail_launch", "11");
     tu_rng_t rng;
     tu_rng_seed(&rng, seed + 200);
     size_t sizes[NDATA_RANDOM];
@@ -234,15 +234,15 @@ START_TEST(test_two_devices_chaos)
     const char *sched;
     uint64_t seed;
     sched_and_seed(_i, &sched, &seed);
-    pset_t ps;
+    tu_pset_t ps;
     ps_random(&ps, sched);
-    ps_set(&ps, "sim_count", "2");
-    ps_set(&ps, "sim_memory", "64K");
-    ps_set(&ps, "sim_fail_every", "17");
-    ps_set(&ps, "sim_fail_alloc", "7");
-    ps_set(&ps, "sim_fail_launch", "9");
-    ps_set(&ps, "sim_fail_record", "11");
-    ps_set(&ps, "sim_fail_records", "3");
+    tu_ps_set(&ps, "sim_count", "2");
+    tu_ps_set(&ps, "sim_memory", "64K");
+    tu_ps_set(&ps, "sim_fail_every", "17");
+    tu_ps_set(&ps, "sim_fail_alloc", "7");
+    tu_ps_set(&ps, "sim_fail_launch", "9");
+    tu_ps_set(&ps, "sim_fail_record", "11");
+    tu_ps_set(&ps, "sim_fail_records", "3");
     tu_rng_t rng;
     tu_rng_seed(&rng, seed + 300);
     size_t sizes[NDATA_RANDOM];
@@ -269,10 +269,10 @@ START_TEST(test_delayed_completions)
     const char *sched;
     uint64_t seed;
     sched_and_seed(_i, &sched, &seed);
-    pset_t ps;
-    ps_base(&ps, sched);
-    ps_set(&ps, "sim_memory", "80K");
-    ps_set(&ps, "sim_delay_us", "300");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, sched);
+    tu_ps_set(&ps, "sim_memory", "80K");
+    tu_ps_set(&ps, "sim_delay_us", "300");
     random_graph_all_succeed(&ps, seed + 300, tu_scaled(150, 40));
 }
 END_TEST
@@ -283,8 +283,8 @@ END_TEST
  * from the host version, not from the garbage left on the device. */
 START_TEST(test_chore_failure_keeps_host)
 {
-    pset_t ps;
-    ps_base(&ps, g_scheds[_i]);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
     const size_t sizes[] = {1 * KiB, 8 * KiB};
     static world_t w;
     world_init(&w, &ps, 2, sizes, 5);
@@ -329,9 +329,9 @@ static double profile_share(const char *line, const char *name)
  * piece within them is a share of it too (doc/tracing.md). */
 START_TEST(test_progress_profile_line)
 {
-    pset_t ps;
-    ps_base(&ps, g_scheds[_i]);
-    ps_set(&ps, "progress_profile", "1");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "progress_profile", "1");
     const size_t sizes[] = {8 * KiB, 8 * KiB, 8 * KiB, 8 * KiB};
     static world_t w;
     tu_capture_t cap;

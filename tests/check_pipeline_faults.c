@@ -36,7 +36,7 @@ static void tiny_tasks(world_t *w, int n)
     }
 }
 
-static void tiny_world(world_t *w, pset_t *ps, int n)
+static void tiny_world(world_t *w, tu_pset_t *ps, int n)
 {
     static size_t sizes[4 * TINY_N];
     for (int i = 0; i < 4 * n; i++)
@@ -54,14 +54,14 @@ static void tiny_world(world_t *w, pset_t *ps, int n)
 START_TEST(test_fail_submission_retried)
 {
     const char *sched = g_scheds[_i];
-    pset_t ps;
-    ps_base(&ps, sched);
-    ps_setf(&ps, "batch_max_tasks", "%d", TINY_N);
-    ps_set(&ps, "batch_max_wait_us", "1e7");
-    ps_set(&ps, "batch_idle_close", "0");
-    ps_set(&ps, "batch_max_copies", "32");
-    ps_set(&ps, "sim_fail_submission", _i == 1 ? "2" : "5");
-    ps_set(&ps, "sim_fail_submitted", "8");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, sched);
+    tu_ps_setf(&ps, "batch_max_tasks", "%d", TINY_N);
+    tu_ps_set(&ps, "batch_max_wait_us", "1e7");
+    tu_ps_set(&ps, "batch_idle_close", "0");
+    tu_ps_set(&ps, "batch_max_copies", "32");
+    tu_ps_set(&ps, "sim_fail_submission", _i == 1 ? "2" : "5");
+    tu_ps_set(&ps, "sim_fail_submitted", "8");
     static world_t w;
     tiny_world(&w, &ps, TINY_N);
     tiny_tasks(&w, TINY_N);
@@ -118,9 +118,9 @@ END_TEST
 static void first_of_two_fails(const char *sched, const char *key, const char *val,
                                const char *what)
 {
-    pset_t ps;
-    ps_base(&ps, sched);
-    ps_set(&ps, key, val);
+    tu_pset_t ps;
+    tu_ps_sim(&ps, sched);
+    tu_ps_set(&ps, key, val);
     static world_t w;
     tiny_world(&w, &ps, 2);
     const int data[] = {0, 1, 2, 3}, next[] = {3, 4, 5, 6};
@@ -159,9 +159,9 @@ END_TEST
  * datum's size and the device's; nothing is allocated for it and other tasks go on. */
 START_TEST(test_datum_larger_than_device)
 {
-    pset_t ps;
-    ps_base(&ps, g_scheds[_i]);
-    ps_set(&ps, "sim_memory", "64K");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_memory", "64K");
     const size_t sizes[] = {1 * KiB, 128 * KiB, 8 * KiB};
     static world_t w;
     world_init(&w, &ps, 3, sizes, 3);
@@ -189,10 +189,10 @@ START_TEST(test_fail_record_retried)
     const char *sched;
     uint64_t seed;
     sched_and_seed(_i, &sched, &seed);
-    pset_t ps;
-    ps_base(&ps, sched);
-    ps_set(&ps, "sim_fail_record", "5");
-    ps_set(&ps, "sim_fail_records", "3");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, sched);
+    tu_ps_set(&ps, "sim_fail_record", "5");
+    tu_ps_set(&ps, "sim_fail_records", "3");
     random_graph_all_succeed(&ps, seed + 400, tu_scaled(100, 30));
 }
 END_TEST
@@ -203,10 +203,10 @@ END_TEST
  * hangs and no device memory is kept out of use. */
 START_TEST(test_fail_record_forever)
 {
-    pset_t ps;
-    ps_base(&ps, g_scheds[_i]);
-    ps_set(&ps, "sim_fail_record", "3");
-    ps_set(&ps, "sim_fail_records", "2000000000");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_fail_record", "3");
+    tu_ps_set(&ps, "sim_fail_records", "2000000000");
     static world_t w;
     tiny_world(&w, &ps, 4);
     tiny_tasks(&w, 4);
@@ -226,11 +226,11 @@ END_TEST
  * newest version was lost with it). */
 START_TEST(test_fail_sync)
 {
-    pset_t ps;
-    ps_base(&ps, g_scheds[_i]);
-    ps_set(&ps, "sim_fail_record", "3");
-    ps_set(&ps, "sim_fail_records", "2000000000");
-    ps_set(&ps, "sim_fail_sync", "1");
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_fail_record", "3");
+    tu_ps_set(&ps, "sim_fail_records", "2000000000");
+    tu_ps_set(&ps, "sim_fail_sync", "1");
     static world_t w;
     tiny_world(&w, &ps, 4);
     tiny_tasks(&w, 4);

@@ -1,11 +1,10 @@
 /*
- * The pipeline tests' world (tests/pipeline_world.h says what it is): presets, the task
+ * The pipeline tests' world (tests/pipeline_world.h says what it is): the task
  * classes and their chores, the world's tasks, and the oracle that checks every wait.
  */
 #include "config.h"
 
 #include <check.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,43 +19,6 @@
 #include "tests/test_util.h"
 
 const char *const g_scheds[2] = {"fifo", "batch"};
-
-/* ---- presets ------------------------------------------------------------------------ */
-
-void ps_set(pset_t *p, const char *k, const char *v)
-{
-    ck_assert_int_lt(p->n + 3, (int)(sizeof(p->kv) / sizeof(p->kv[0])));
-    p->kv[p->n++] = k;
-    p->kv[p->n++] = v;
-    p->kv[p->n] = NULL;
-}
-
-void ps_setf(pset_t *p, const char *k, const char *fmt, ...)
-{
-    ck_assert_int_lt(p->nv, 64);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->vals[p->nv], sizeof(p->vals[0]), fmt, ap);
-    va_end(ap);
-    ps_set(p, k, p->vals[p->nv++]);
-}
-
-/* One sim device, the given scheduler, two CPU workers, a zero-latency cost model.
- * Later ps_set calls override these (the newest preset wins). */
-void ps_base(pset_t *p, const char *sched)
-{
-    memset(p, 0, sizeof(*p));
-    ps_set(p, "devices", "sim");
-    ps_set(p, "sched", sched);
-    ps_set(p, "nthreads", "2");
-    ps_set(p, "bind", "0");
-    ps_set(p, "verbose", "error"); /* expected failures log at warn */
-    ps_set(p, "sim_submit_us", "0");
-    ps_set(p, "sim_copy_us", "0");
-    ps_set(p, "sim_single_copy_us", "0");
-    ps_set(p, "sim_launch_us", "0");
-    ps_set(p, "sim_bandwidth_gbs", "1e6");
-}
 
 /* ---- task classes --------------------------------------------------------------------- */
 
@@ -215,7 +177,7 @@ static void world_classes(world_t *w)
 
 /* Start convoy with the presets and make ndata data of the given sizes (multiples of 8),
  * filled from the seed. */
-void world_init(world_t *w, const pset_t *ps, int ndata, const size_t *sizes, uint64_t seed)
+void world_init(world_t *w, const tu_pset_t *ps, int ndata, const size_t *sizes, uint64_t seed)
 {
     memset(w, 0, sizeof(*w));
     for (int i = 0; i < MAX_TASKS; i++) { /* what an earlier test logged (CK_FORK=no) */
@@ -549,11 +511,11 @@ void random_sizes(tu_rng_t *rng, size_t *sizes, int n)
  * (evictions), and under batch a split size of 12 KiB, so that the 16 KiB copies travel
  * alone and ring members wait for large copies (split groups, where the batch iterations
  * of the random tests found two bugs: see the BUG notes there and in check_batch.c). */
-void ps_random(pset_t *p, const char *sched)
+void ps_random(tu_pset_t *p, const char *sched)
 {
-    ps_base(p, sched);
-    ps_set(p, "sim_memory", "80K");
-    ps_set(p, "batch_split_bytes", "12K");
+    tu_ps_sim(p, sched);
+    tu_ps_set(p, "sim_memory", "80K");
+    tu_ps_set(p, "batch_split_bytes", "12K");
 }
 
 /* The loop index of a test over schedulers and seeds. */
@@ -566,7 +528,7 @@ void sched_and_seed(int i, const char **sched, uint64_t *seed)
 
 /* A random graph of n tasks under ps's device faults that the runtime must absorb:
  * every task succeeds and the host holds the sequential result. */
-void random_graph_all_succeed(pset_t *ps, uint64_t seed, int n)
+void random_graph_all_succeed(tu_pset_t *ps, uint64_t seed, int n)
 {
     tu_rng_t rng;
     tu_rng_seed(&rng, seed);

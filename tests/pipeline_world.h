@@ -26,13 +26,6 @@
 #define MAX_TASKS 4096 /* tasks of the world (observers not counted) */
 #define MAX_FLOWS 4
 
-typedef struct pset {
-    const char *kv[160];
-    int n;
-    char vals[64][48];
-    int nv;
-} pset_t;
-
 enum { ON_CPU = 1, ON_SIM = 2 };
 
 typedef struct cspec {
@@ -102,20 +95,16 @@ extern const cspec_t g_specs[NSPECS]; /* the classes, by S_* */
 extern atomic_int g_ran[MAX_TASKS];   /* chore runs per task */
 extern atomic_int g_seen[MAX_TASKS];  /* the observer ran: the task succeeded */
 
-/* Presets (the newest wins): ps_base's sim device with a zero-latency cost model, two CPU
- * workers; ps_random's 80 KiB of device memory and 12 KiB split size for NDATA_RANDOM
- * data of random_sizes. */
-void ps_set(pset_t *p, const char *k, const char *v);
-void ps_setf(pset_t *p, const char *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void ps_base(pset_t *p, const char *sched);
-void ps_random(pset_t *p, const char *sched);
+/* ps_random: tu_ps_sim's presets with 80 KiB of device memory and a 12 KiB split size,
+ * for NDATA_RANDOM data of random_sizes. */
+void ps_random(tu_pset_t *p, const char *sched);
 void random_sizes(tu_rng_t *rng, size_t *sizes, int n);
 /* The scheduler (by parity) and seed (CONVOY_TEST_SEED, else from i) of loop index i. */
 void sched_and_seed(int i, const char **sched, uint64_t *seed);
 
 /* Start convoy with the presets and make ndata data of the given sizes (multiples of 8),
  * filled from the seed. */
-void world_init(world_t *w, const pset_t *ps, int ndata, const size_t *sizes, uint64_t seed);
+void world_init(world_t *w, const tu_pset_t *ps, int ndata, const size_t *sizes, uint64_t seed);
 /* Insert a task of class spec (and its observer) on data[] (spec's nflows distinct data
  * indices); fail: its chore scribbles over its written flows and returns 7. Returns its
  * index in the world. */
@@ -132,6 +121,6 @@ convoy_stats_t world_stats(const world_t *w);
 void world_fini(world_t *w);
 /* A world of NDATA_RANDOM data and n random tasks under ps (device faults the runtime
  * must absorb): every task succeeds and the host holds the sequential result. */
-void random_graph_all_succeed(pset_t *ps, uint64_t seed, int n);
+void random_graph_all_succeed(tu_pset_t *ps, uint64_t seed, int n);
 
 #endif

@@ -259,3 +259,36 @@ const char *tu_capture_end(tu_capture_t *c)
     c->text[n > 0 ? n : 0] = '\0';
     return c->text;
 }
+
+void tu_ps_set(tu_pset_t *p, const char *k, const char *v)
+{
+    ck_assert_int_lt(p->n + 3, (int)(sizeof(p->kv) / sizeof(p->kv[0])));
+    p->kv[p->n++] = k;
+    p->kv[p->n++] = v;
+    p->kv[p->n] = NULL;
+}
+
+void tu_ps_setf(tu_pset_t *p, const char *k, const char *fmt, ...)
+{
+    ck_assert_int_lt(p->nv, 64);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->vals[p->nv], sizeof(p->vals[0]), fmt, ap);
+    va_end(ap);
+    tu_ps_set(p, k, p->vals[p->nv++]);
+}
+
+void tu_ps_sim(tu_pset_t *p, const char *sched)
+{
+    memset(p, 0, sizeof(*p));
+    tu_ps_set(p, "devices", "sim");
+    tu_ps_set(p, "sched", sched);
+    tu_ps_set(p, "nthreads", "2");
+    tu_ps_set(p, "bind", "0");
+    tu_ps_set(p, "verbose", "error");
+    tu_ps_set(p, "sim_submit_us", "0");
+    tu_ps_set(p, "sim_copy_us", "0");
+    tu_ps_set(p, "sim_single_copy_us", "0");
+    tu_ps_set(p, "sim_launch_us", "0");
+    tu_ps_set(p, "sim_bandwidth_gbs", "1e6");
+}

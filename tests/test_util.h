@@ -80,6 +80,20 @@ void tu_env_clear(void);
 /* Threads of this process (from /proc/self/task); -1 when unknown. */
 int tu_thread_count(void);
 
+/* Presets for tu_init, built up in place: the newest setting of a name wins. */
+typedef struct tu_pset {
+    const char *kv[160];
+    int n;
+    char vals[64][48];
+    int nv;
+} tu_pset_t;
+void tu_ps_set(tu_pset_t *p, const char *k, const char *v);
+void tu_ps_setf(tu_pset_t *p, const char *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Reset p to one sim device with a zero-latency cost model, the given scheduler, two CPU
+ * workers, no binding, errors only (expected failures log at warn). */
+void tu_ps_sim(tu_pset_t *p, const char *sched);
+
 /* ck_assert records its location on every call (a write to a pipe): too slow inside loops
  * over thousands of items, which check with this and abort only on failure. */
 #define REQUIRE(cond, ...)                                                                         \
