@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "bench/tiny_tasks.h"
@@ -47,48 +46,49 @@ template <int CAP> __global__ void tiny_ring_kernel(const ring_params<CAP> P)
     }
 }
 
-template <int CAP>
-static void launch_cap(float *const *ptrs, int k, int inputs, int outputs, int elems, int bx,
-                       cudaStream_t stream)
+/* Task t's flow f is flow(t, f): written straight into the block of the launch's size. */
+template <int CAP, class Flow>
+static void launch_cap(int k, int inputs, int outputs, int elems, int bx, cudaStream_t stream,
+                       Flow flow)
 {
     static thread_local ring_params<CAP> P; /* large: off the stack; one per thread */
+    int nf = inputs + outputs;
     P.ntasks = k;
     P.inputs = inputs;
     P.outputs = outputs;
     P.n = elems;
-    memcpy(P.p, ptrs, (size_t)k * (inputs + outputs) * sizeof(float *));
+    for (int t = 0; t < k; t++)
+        for (int f = 0; f < nf; f++)
+            P.p[t * nf + f] = flow(t, f);
     tiny_ring_kernel<CAP><<<dim3(bx, k), TINY_THREADS, 0, stream>>>(P);
 }
 
-/* One kernel for k tasks whose flows are ptrs (k * (inputs + outputs) <= TINY_MAX_PTRS). */
-static void launch_tasks(float *const *ptrs, int k, int inputs, int outputs, int elems,
-                         cudaStream_t stream)
+/* One kernel for k tasks (k * (inputs + outputs) <= TINY_MAX_PTRS). */
+template <class Flow>
+static void launch_tasks(int k, int inputs, int outputs, int elems, cudaStream_t stream,
+                         Flow flow)
 {
     int bx = (elems + TINY_THREADS - 1) / TINY_THREADS;
     if (bx > 64)
         bx = 64;
     int need = k * (inputs + outputs);
     if (need <= 128)
-        launch_cap<128>(ptrs, k, inputs, outputs, elems, bx, stream);
+        launch_cap<128>(k, inputs, outputs, elems, bx, stream, flow);
     else if (need <= 1024)
-        launch_cap<1024>(ptrs, k, inputs, outputs, elems, bx, stream);
+        launch_cap<1024>(k, inputs, outputs, elems, bx, stream, flow);
     else
-        launch_cap<TINY_MAX_PTRS>(ptrs, k, inputs, outputs, elems, bx, stream);
+        launch_cap<TINY_MAX_PTRS>(k, inputs, outputs, elems, bx, stream, flow);
 }
 
 static int launch_ring(const convoy_task_view_t *const *tasks, int n, cudaStream_t stream)
 {
     const tiny_args_dev *a = (const tiny_args_dev *)tasks[0]->args;
-    int nf = a->inputs + a->outputs;
-    int per_launch = TINY_MAX_PTRS / nf;
+    int per_launch = TINY_MAX_PTRS / (a->inputs + a->outputs);
     int elems = (int)(tasks[0]->flow_bytes[0] / sizeof(float));
-    static thread_local float *ptrs[TINY_MAX_PTRS];
     for (int first = 0; first < n; first += per_launch) {
         int k = n - first < per_launch ? n - first : per_launch;
-        for (int t = 0; t < k; t++)
-            for (int f = 0; f < nf; f++)
-                ptrs[t * nf + f] = (float *)tasks[first + t]->flows[f];
-        launch_tasks(ptrs, k, a->inputs, a->outputs, elems, stream);
+        launch_tasks(k, a->inputs, a->outputs, elems, stream,
+                     [&](int t, int f) { return (float *)tasks[first + t]->flows[f]; });
     }
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
@@ -188,15 +188,13 @@ extern "C" double tiny_raw_per_copy(int tasks, int inputs, int outputs, size_t b
     if (raw_setup(&w, tasks, inputs, outputs, bytes) != 0)
         return -1;
     int elems = (int)(bytes / sizeof(float));
-    static float *ptrs[TINY_MAX_PTRS];
     double t0 = now_s();
     for (int t = 0; t < tasks; t++) {
         for (int f = 0; f < inputs; f++)
             RAW_CHECK(cudaMemcpyAsync(flow_ptr(w.dev, &w, t, f), flow_ptr(w.host, &w, t, f), bytes,
                                       cudaMemcpyHostToDevice, w.s));
-        for (int f = 0; f < w.nf; f++)
-            ptrs[f] = flow_ptr(w.dev, &w, t, f);
-        launch_tasks(ptrs, 1, inputs, outputs, elems, w.s);
+        launch_tasks(1, inputs, outputs, elems, w.s,
+                     [&](int, int f) { return flow_ptr(w.dev, &w, t, f); });
         for (int o = 0; o < outputs; o++)
             RAW_CHECK(cudaMemcpyAsync(flow_ptr(w.host, &w, t, inputs + o),
                                       flow_ptr(w.dev, &w, t, inputs + o), bytes,
@@ -237,7 +235,6 @@ extern "C" double tiny_raw_ring(int tasks, int inputs, int outputs, size_t bytes
     void **dst = (void **)malloc(cap * sizeof(void *)),
          **src = (void **)malloc(cap * sizeof(void *));
     size_t *sizes = (size_t *)malloc(cap * sizeof(size_t));
-    static float *ptrs[TINY_MAX_PTRS];
     int elems = (int)(bytes / sizeof(float));
     int per_launch = TINY_MAX_PTRS / nf;
     double t0 = now_s();
@@ -254,10 +251,9 @@ extern "C" double tiny_raw_ring(int tasks, int inputs, int outputs, size_t bytes
             return -1;
         for (int l = 0; l < k; l += per_launch) {
             int kk = k - l < per_launch ? k - l : per_launch;
-            for (int t = 0; t < kk; t++)
-                for (int f = 0; f < nf; f++)
-                    ptrs[t * nf + f] = flow_ptr(w.dev, &w, first + l + t, f);
-            launch_tasks(ptrs, kk, inputs, outputs, elems, w.s);
+            launch_tasks(kk, inputs, outputs, elems, w.s, [&](int t, int f) {
+                return flow_ptr(w.dev, &w, first + l + t, f);
+            });
         }
         n = 0;
         for (int t = first; t < first + k; t++)
