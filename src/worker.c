@@ -137,7 +137,10 @@ int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_
                           .tv_nsec = (long)(deadline_ns % 1000000000ull)};
     pthread_mutex_lock(&w->lock);
     atomic_fetch_add(&w->sleepers, 1);
-    while (atomic_load(&w->pushes) == seen && w->watches == 0 && !atomic_load(&ctx->stopping)) {
+    /* Stopping ends the CPU workers' sleeps; a progress thread's ends at its own stop (a
+     * wake-up), or it would poll without sleeping while the workers are joined. */
+    while (atomic_load(&w->pushes) == seen && w->watches == 0 &&
+           (queue != 0 || !atomic_load(&ctx->stopping))) {
         if (deadline_ns == UINT64_MAX)
             pthread_cond_wait(&w->cond, &w->lock);
         else if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT)
