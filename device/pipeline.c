@@ -126,6 +126,19 @@ int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s)
     return 0;
 }
 
+void convoy__trace_step(convoy__pipe_t *p, const char *what, uint64_t t0, int64_t ring, int count)
+{
+    uint64_t now = convoy__now_ns();
+    convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_PROGRESS,
+                                                               .pid = (int16_t)p->queue,
+                                                               .tid = 0,
+                                                               .count = count,
+                                                               .ts_ns = t0,
+                                                               .dur_ns = now - t0,
+                                                               .ring_id = ring,
+                                                               .name = what});
+}
+
 /* Take tasks for a new ring: deferred ones (waiting for memory) first. */
 static int take_tasks(convoy__pipe_t *p, uint64_t *deadline_p)
 {
@@ -301,9 +314,13 @@ static void *progress_main(void *arg)
     if (p->profile)
         prof_reset(p); /* on this thread: its CPU time */
     uint64_t t0 = p->profile ? convoy__now_ns() : 0;
+    int traced = ctx->trace != NULL;
     while (!atomic_load(&p->stop)) {
         p->prof_passes++;
+        uint64_t t_step = traced ? convoy__now_ns() : 0;
         int moved = p->outbound != NULL && convoy__outbound_poll(p);
+        if (traced && moved)
+            convoy__trace_step(p, "landed", t_step, -1, 0);
         prof_mark(p, CONVOY__PROF_OUTBOUND, &t0);
         for (convoy__ring_t **rp = &p->rings; *rp != NULL;) {
             convoy__ring_t *r = *rp, *next = r->next; /* r is freed once finished */
@@ -319,7 +336,11 @@ static void *progress_main(void *arg)
         }
         prof_mark(p, CONVOY__PROF_RINGS, &t0);
         if (p->neager > 0) {
+            t_step = traced ? convoy__now_ns() : 0;
+            int neager = p->neager;
             convoy__push_eager(p);
+            if (traced)
+                convoy__trace_step(p, "push", t_step, -1, neager);
             moved = 1;
             prof_mark(p, CONVOY__PROF_EAGER, &t0);
         }
@@ -393,7 +414,10 @@ static void *progress_main(void *arg)
                 prof_print(p);
             else if (p->profile && p->prof_rings == 0)
                 prof_reset(p);
+            t_step = traced ? convoy__now_ns() : 0;
             convoy__queue_sleep(ctx, p->queue, seen, deadline);
+            if (traced)
+                convoy__trace_step(p, "sleep", t_step, -1, 0);
             t0 = p->profile ? convoy__now_ns() : 0;
             continue;
         }

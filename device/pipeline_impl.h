@@ -357,6 +357,11 @@ void convoy__member_fail(convoy__member_t *m, int why, int flow);
  * Nothing when f has none. */
 void convoy__member_keep_fresh(convoy__pipe_t *p, convoy__member_t *m, int f);
 
+/* The trace's slice of one step of this progress thread (what: a static name), from t0
+ * to now, on its own lane: where its time goes, one slice per step rather than per
+ * task. Call only when tracing. */
+void convoy__trace_step(convoy__pipe_t *p, const char *what, uint64_t t0, int64_t ring, int count);
+
 /* Launches (launch.c). */
 void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g);
 /* Traced launches: once the waits before the launch are over, its trace slice starts

@@ -403,6 +403,7 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
 
 void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
 {
+    uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
     convoy__ring_t *r = convoy__ring_new(p, tasks, n, kind);
     if (r == NULL)
         return;
@@ -463,6 +464,12 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
         }
     }
     free(push);
+    if (p->ctx->trace != NULL)
+        convoy__trace_step(p,
+                           kind == RING_FLUSH  ? "start flushes"
+                           : kind == RING_DROP ? "start drops"
+                                               : "start flush-all",
+                           t0, r->id, n);
     convoy__ring_add(p, r);
 }
 
@@ -525,7 +532,8 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
 
 int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
 {
-    int moved = 0;
+    int moved = 0, finished = 0;
+    uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
     for (int i = 0; i < r->n; i++) {
         convoy__member_t *m = &r->m[i];
         if (m->completed || !transfer_ready(r, m))
@@ -550,7 +558,10 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
             r->nheld = 0;
         }
         finish_transfer(p, r, m);
+        finished++;
         moved = 1;
     }
+    if (finished > 0 && p->ctx->trace != NULL)
+        convoy__trace_step(p, "finish transfers", t0, r->id, finished);
     return moved;
 }

@@ -453,6 +453,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
                                                                    : RING_DROP);
         return;
     }
+    uint64_t t0 = ctx->trace != NULL ? convoy__now_ns() : 0;
     convoy__ring_t *r = convoy__ring_new(p, tasks, n, RING_TASKS);
     if (r == NULL)
         return;
@@ -507,6 +508,8 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     for (int k = 0; k < r->ngroups; k++)
         if (!r->groups[k].split)
             CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, &r->groups[k]));
+    if (ctx->trace != NULL)
+        convoy__trace_step(p, "start", t0, r->id, kept);
     convoy__ring_add(p, r);
 }
 

@@ -245,7 +245,10 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
         switch (g->state) {
         case GROUP_WAIT_IN:
             if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
+                uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
                 CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, g));
+                if (p->ctx->trace != NULL)
+                    convoy__trace_step(p, "launch", t0, r->id, g->count);
                 moved = 1;
             }
             break;
@@ -259,7 +262,8 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 trace_steps(p, r, g);
             if (!over)
                 break;
-            int open = 0;
+            int open = 0, finished = 0;
+            uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
             for (int i = 0; i < g->count; i++) {
                 convoy__member_t *m = &r->m[r->order[g->first + i]];
                 if (m->completed)
@@ -271,10 +275,13 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 if (ready)
                     CONVOY__PROF_SUB(p, CONVOY__SUB_FINISH, done = finish_member(p, r, m));
                 if (done)
-                    moved = 1;
+                    finished++;
                 else
                     open = 1;
             }
+            moved |= finished > 0;
+            if (finished > 0 && p->ctx->trace != NULL)
+                convoy__trace_step(p, "complete", t0, r->id, finished);
             if (!open)
                 g->state = GROUP_DONE;
             break;

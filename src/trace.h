@@ -28,6 +28,8 @@ typedef enum convoy__trace_kind {
     CONVOY__EV_MESSAGE,    /* i: a message of the distributed mode posted to MPI (stage 0:
                               sent, 1: received; count: flows; bytes: the message's; other:
                               the peer rank) */
+    CONVOY__EV_PROGRESS,   /* X: a step of an accelerator's progress thread on the host (name:
+                              the step; ring; count: its tasks or copies) */
 } convoy__trace_kind_t;
 
 /* Stages of a submission and lifecycle steps of a task. */

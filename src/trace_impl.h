@@ -13,7 +13,7 @@
 
 #include "src/trace.h"
 
-#define NKINDS (CONVOY__EV_MESSAGE + 1)
+#define NKINDS (CONVOY__EV_PROGRESS + 1)
 #define NAME_CACHE 16 /* per-buffer cache of interned names (a power of two) */
 
 typedef struct chunk {

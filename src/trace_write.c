@@ -214,7 +214,9 @@ static void put_complete(out_t *o, const convoy__trace_t *t, const convoy__trace
         cat = "copy";
     } else {
         name = e->name != NULL ? e->name : "?";
-        cat = e->kind == CONVOY__EV_LAUNCH ? "launch" : "cpu";
+        cat = e->kind == CONVOY__EV_LAUNCH     ? "launch"
+              : e->kind == CONVOY__EV_PROGRESS ? "progress"
+                                               : "cpu";
     }
     put_head(o, t, "X", name, cat, e->pid, e->tid, e->ts_ns);
     put_us(o, "dur", e->dur_ns);
@@ -229,6 +231,9 @@ static void put_complete(out_t *o, const convoy__trace_t *t, const convoy__trace
         put_string(o, convoy__copy_method_name(e->method));
         put_key(o, "split");
         put_lit(o, e->split ? "true" : "false");
+    } else if (e->kind == CONVOY__EV_PROGRESS) {
+        put_key(o, "count");
+        put_i64(o, e->count);
     } else {
         if (e->kind == CONVOY__EV_CPU_TASK) {
             put_key(o, "task");
@@ -333,7 +338,7 @@ static void put_other(out_t *o, const convoy__trace_t *t, const convoy__trace_ev
 static int is_complete(const convoy__trace_event_t *e)
 {
     return e->kind == CONVOY__EV_SUBMISSION || e->kind == CONVOY__EV_LAUNCH ||
-           e->kind == CONVOY__EV_CPU_TASK;
+           e->kind == CONVOY__EV_CPU_TASK || e->kind == CONVOY__EV_PROGRESS;
 }
 
 static int cmp_lane(const void *pa, const void *pb)

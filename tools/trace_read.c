@@ -281,6 +281,11 @@ static int read_args(parse_t *p, json_t *args, convoy__tr_event_t *ev)
                        get_str(p, args, "args.", "class", 0, &ev->cls)
                    ? -1
                    : 0;
+    case CONVOY__TR_PROGRESS:
+        return get_int(p, args, "args.", "ring", 1, -1, INT64_MAX, &ev->ring) ||
+                       get_int(p, args, "args.", "count", 1, 0, INT32_MAX, &ev->count)
+                   ? -1
+                   : 0;
     case CONVOY__TR_MESSAGE:
         if (strcmp(ev->name, "send") != 0 && strcmp(ev->name, "receive") != 0)
             return fail(p, "a message event's name must be send or receive");
@@ -335,6 +340,8 @@ static int read_event(parse_t *p, json_t *e)
             ev.cat = CONVOY__TR_LAUNCH;
         else if (cat != NULL && strcmp(cat, "cpu") == 0)
             ev.cat = CONVOY__TR_CPU;
+        else if (cat != NULL && strcmp(cat, "progress") == 0)
+            ev.cat = CONVOY__TR_PROGRESS;
     } else if (ev.ph == 'i' && cat != NULL && strcmp(cat, "task") == 0) {
         ev.cat = CONVOY__TR_TASK;
     } else if (ev.ph == 'i' && cat != NULL && strcmp(cat, "message") == 0) {

@@ -21,6 +21,7 @@ typedef enum convoy__tr_cat {
     CONVOY__TR_TASK,     /* i: a task lifecycle step */
     CONVOY__TR_COUNTER,  /* C */
     CONVOY__TR_MESSAGE,  /* i: a message of the distributed mode; name send or receive */
+    CONVOY__TR_PROGRESS, /* X: a step of an accelerator's progress thread; name the step */
     CONVOY__TR_OTHER,
     CONVOY__TR_NCATS
 } convoy__tr_cat_t;
@@ -59,8 +60,8 @@ typedef struct convoy__tr_event {
     const char *cls;  /* task events: args.class (may be NULL) */
     int64_t ring;     /* -1 when none */
     int64_t task;     /* task and cpu events; message events: the peer rank */
-    int64_t count;    /* copies (copy events), tasks (launch, cpu events) or flows
-                         (message events) */
+    int64_t count;    /* copies (copy events), tasks (launch, cpu events), flows
+                         (message events) or the step's tasks or copies (progress) */
     uint64_t bytes;   /* copy and message events */
 } convoy__tr_event_t;
 

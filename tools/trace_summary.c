@@ -337,14 +337,14 @@ static int summarise_copies(const convoy__tr_trace_t *t, convoy__tr_summary_t *s
 
 typedef struct stage_sum {
     int32_t pid;
-    int kind; /* a copy stage, then NSTAGES + 0: launch, + 1: cpu, + 2: other */
+    int kind; /* a copy stage, then NSTAGES + 0: launch, + 1: cpu, + 2: progress, + 3: other */
     double time_us;
     uint64_t count;
 } stage_sum_t;
 
 static const char *kind_name(int kind)
 {
-    static const char *const extra[] = {"launch", "cpu", "other"};
+    static const char *const extra[] = {"launch", "cpu", "progress", "other"};
     return kind < CONVOY__TR_NSTAGES ? convoy__tr_stage_names[kind]
                                      : extra[kind - CONVOY__TR_NSTAGES];
 }
@@ -358,7 +358,7 @@ static int cmp_stage(const void *pa, const void *pb)
 }
 
 #define MAX_PROCS 32 /* processes shown by name; the rest are summed as "other processes" */
-#define NKINDS (CONVOY__TR_NSTAGES + 3)
+#define NKINDS (CONVOY__TR_NSTAGES + 4)
 
 static int add_stage(convoy__tr_summary_t *s, const char *proc, const stage_sum_t *sum)
 {
@@ -383,12 +383,14 @@ static int summarise_stages(const convoy__tr_trace_t *t, convoy__tr_summary_t *s
         const convoy__tr_event_t *e = &t->ev[i];
         lo = fmin(lo, e->ts);
         hi = fmax(hi, e->ts + e->dur);
-        if (e->ph != 'X')
+        /* A progress thread asleep is not busy: its time is the steps' alone. */
+        if (e->ph != 'X' || (e->cat == CONVOY__TR_PROGRESS && strcmp(e->name, "sleep") == 0))
             continue;
-        int kind = e->cat == CONVOY__TR_COPY     ? e->stage
-                   : e->cat == CONVOY__TR_LAUNCH ? CONVOY__TR_NSTAGES
-                   : e->cat == CONVOY__TR_CPU    ? CONVOY__TR_NSTAGES + 1
-                                                 : CONVOY__TR_NSTAGES + 2;
+        int kind = e->cat == CONVOY__TR_COPY       ? e->stage
+                   : e->cat == CONVOY__TR_LAUNCH   ? CONVOY__TR_NSTAGES
+                   : e->cat == CONVOY__TR_CPU      ? CONVOY__TR_NSTAGES + 1
+                   : e->cat == CONVOY__TR_PROGRESS ? CONVOY__TR_NSTAGES + 2
+                                                   : CONVOY__TR_NSTAGES + 3;
         x[nx++] = (stage_sum_t){.pid = e->pid, .kind = kind, .time_us = e->dur, .count = 1};
     }
     qsort(x, nx, sizeof(*x), cmp_stage);
