@@ -172,6 +172,7 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
     g->exec_ev = convoy__record_event(p, stream);
     if (g->exec_ev == NULL)
         prove_over(p, r, g, stream);
+    convoy__push_behind(p, r, g, stream);
     if (g->exec_ev != NULL && ctx->trace != NULL) {
         g->exec_ev->traced = 1;
         g->exec_ev->tr = (convoy__trace_event_t){.kind = CONVOY__EV_LAUNCH,
@@ -197,6 +198,10 @@ void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g)
     uint64_t now = convoy__now_ns();
     if (now > g->exec_ev->tr.ts_ns)
         g->exec_ev->tr.ts_ns = now;
+    /* Pushouts behind it start after it on its lane (push_behind.c). */
+    for (int j = 0; j < g->npush; j++)
+        if (g->push_evs[j]->tr.ts_ns <= g->exec_ev->tr.ts_ns)
+            g->push_evs[j]->tr.ts_ns = g->exec_ev->tr.ts_ns + 1;
     if (!convoy__pev_poll(p, g->start_ev))
         return;
     convoy__pev_put(p, g->start_ev);

@@ -30,6 +30,7 @@ libconvoy_internal_la_SOURCES += \
 	device/pipeline.c \
 	device/ring.c \
 	device/ring_done.c \
+	device/push_behind.c \
 	device/copies.c \
 	device/memcpy_gang.c \
 	device/launch.c \

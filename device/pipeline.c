@@ -123,6 +123,9 @@ int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s)
     for (int i = 0; i < 4; i++)
         if (all[i] == s)
             return i + 1;
+    for (int i = 0; i < CONVOY__NEXEC; i++) /* pushouts behind a launch */
+        if (p->exec[i] == s)
+            return 5 + i;
     return 0;
 }
 

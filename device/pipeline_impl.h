@@ -4,6 +4,7 @@
  *   pipeline.c    the progress thread, streams, events, start and stop
  *   ring.c        a ring of the program's tasks: reserve, stage-in, groups, start, free
  *   ring_done.c   its completion: members finished, failure messages, progress
+ *   push_behind.c outputs someone waits for at home, pushed behind their launch
  *   copies.c      planning and issuing one stage's copies (retry, events, sync)
  *   launch.c      launching a group's chores
  *   pushout.c     copies home: flush rings, flush-all, drop, and eviction pushouts
@@ -62,6 +63,7 @@ typedef struct convoy__member {
     int completed;
     uint32_t fresh_kept; /* flows whose fresh buffer a transfer may still write: kept out
                             of use for good (convoy__member_keep_fresh), never freed */
+    uint16_t pushed;     /* flows whose written version left for home behind its launch */
 } convoy__member_t;
 
 /* Start member m for task t of nflows flows: its state zeroed, but of its per-flow arrays
@@ -81,6 +83,7 @@ static inline void convoy__member_init(convoy__member_t *m, convoy__task_t *t, i
     m->nwait = 0;
     m->completed = 0;
     m->fresh_kept = 0;
+    m->pushed = 0;
     for (int f = 0; f < nflows; f++)
         m->fresh[f] = NULL;
 }
@@ -131,6 +134,8 @@ typedef struct convoy__group {
     int nrun;                   /* members in run */
     int tasks_held;             /* not proven over: run's tasks referenced until ring free */
     int traced_steps;           /* lifecycle steps already in the trace (staged-in, executed) */
+    convoy__pev_t **push_evs;   /* the submissions of its pushouts behind the launch */
+    int npush;
 } convoy__group_t;
 
 /* What a ring carries: the program's tasks, or an internal transfer (core.h). */
@@ -367,6 +372,14 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
 /* Traced launches: once the waits before the launch are over, its trace slice starts
  * there. Call before polling the launch's own event. */
 void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g);
+
+/* Pushouts behind a launch (push_behind.c). After g's launch on stream (results known at
+ * once: launch_inline), send home the versions its members write that a pending wait or
+ * a successor with no chore here will need there. */
+void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
+                         convoy__stream_t *stream);
+/* Whether g's pushouts are over (1), with *failed_p set when one failed. */
+int convoy__push_behind_over(convoy__pipe_t *p, convoy__group_t *g, int *failed_p);
 
 /* Copies home (pushout.c). */
 /* Start a ring of internal transfer tasks (RING_FLUSH, RING_FLUSH_ALL, RING_DROP). */

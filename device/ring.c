@@ -533,6 +533,9 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
             convoy__task_unref(r->m[r->groups[k].run[i]].task);
         convoy__pev_put(p, r->groups[k].start_ev);
         convoy__pev_put(p, r->groups[k].exec_ev);
+        for (int j = 0; j < r->groups[k].npush; j++)
+            convoy__pev_put(p, r->groups[k].push_evs[j]);
+        free(r->groups[k].push_evs);
         free(r->groups[k].launches);
         free(r->groups[k].run);
     }

@@ -143,7 +143,10 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
                 c->behind_epoch = 0;
                 c->version = convoy__coh_version(d) + 1;
                 c->writer_id = t->id + 1;
-                convoy__devmem_note_written(&p->mem, c);
+                if ((m->pushed >> f) & 1)
+                    t->home_flows |= (uint16_t)(1u << f); /* landed: clean once committed */
+                else
+                    convoy__devmem_note_written(&p->mem, c);
             }
         }
         m->fresh[f] = NULL;
@@ -164,7 +167,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     int leaf = -1;
     for (int f = 0; f < m->ncopies; f++) {
         convoy_data_t *d = t->data[f];
-        if ((eager || (ok && write_behind(p, m, f, &leaf))) &&
+        if ((eager || (ok && write_behind(p, m, f, &leaf))) && !((t->home_flows >> f) & 1) &&
             convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f) &&
             !(atomic_load_explicit(&d->flags, memory_order_relaxed) &
               (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH)) &&
@@ -257,9 +260,12 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
              * after that poll (an event seen over stays over), so that a launch seen over
              * now shows its members executed before they complete: a completed member is
              * not traced again. */
-            int over = convoy__pev_poll(p, g->exec_ev);
+            int over = convoy__pev_poll(p, g->exec_ev), push_failed = 0;
             if (p->ctx->trace != NULL && g->traced_steps < 2)
                 trace_steps(p, r, g);
+            /* Its members complete with their pushouts behind it over (push_behind.c). */
+            if (over && g->npush > 0)
+                over = convoy__push_behind_over(p, g, &push_failed);
             if (!over)
                 break;
             int open = 0, finished = 0;
@@ -268,6 +274,8 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 convoy__member_t *m = &r->m[r->order[g->first + i]];
                 if (m->completed)
                     continue;
+                if (push_failed)
+                    m->pushed = 0; /* dirty here still: they go home the usual way */
                 int ready = 1;
                 for (int w = 0; w < m->nwait && ready; w++)
                     ready = convoy__pev_poll(p, m->wait[w]);

@@ -151,6 +151,8 @@ struct convoy__task {
     int fail_code;        /* set by convoy_task_fail during its chore (0: not called) */
     uint8_t sched_mark;   /* the scheduler's, set in its push (batch: a flow it splits out) */
     uint8_t aliased;      /* two of its flows name one datum (set at creation) */
+    uint16_t home_flows;  /* flows whose written version its device also brought home (a
+                             pushout behind its launch): committed home as well */
     convoy_done_fn done;  /* the program's completion callback, or NULL */
     void *done_arg;
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
@@ -315,6 +317,9 @@ void convoy__done_flush(convoy__done_batch_t *b);
 /* Does a task inserted so far depend on t (read or write what it wrote, or write what it
  * read)? For a running task: its successors are released only at its completion. */
 int convoy__task_has_successors(convoy__task_t *t);
+/* Does a successor of t inserted so far read d with no chore for devices of kind (so
+ * that it will need d's version at home)? */
+int convoy__task_needs_home(convoy__task_t *t, const convoy_data_t *d, convoy_device_kind_t kind);
 /* Release a successor whose predecessor is done. */
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
 void convoy__task_unref(convoy__task_t *task);

@@ -88,10 +88,16 @@ static void settle_writes(convoy__task_t *t, int outcome)
             seen = t->data[j] == d && (cls->modes[j] & CONVOY_WRITE);
         if (seen)
             continue;
-        if (outcome == CONVOY__OK)
+        if (outcome == CONVOY__OK) {
             convoy__coh_commit(d, place);
-        else if (outcome == CONVOY__FAILED)
+            /* Home too before a successor looks: a CPU reader then needs no flush. */
+            uint64_t v;
+            if (((t->home_flows >> i) & 1) &&
+                convoy__coh_landed_home(d, v = convoy__coh_version(d), place))
+                convoy__coh_note_host(d, v);
+        } else if (outcome == CONVOY__FAILED) {
             convoy__coh_write_failed(d);
+        }
     }
 }
 
@@ -369,6 +375,24 @@ void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *t)
                                                                 .ring_id = -1,
                                                                 .name = t->cls->name});
     convoy__queue_push(ctx, q, t);
+}
+
+int convoy__task_needs_home(convoy__task_t *t, const convoy_data_t *d, convoy_device_kind_t kind)
+{
+    int needs = 0;
+    task_lock(t);
+    for (int i = 0; i < t->nsucc && !needs; i++) {
+        const convoy__task_t *s = t->succ[i];
+        const convoy_class_t *cls = s->cls;
+        if (convoy__task_internal(s) ||
+            __atomic_load_n(&cls->chore[kind], __ATOMIC_ACQUIRE) != NULL ||
+            __atomic_load_n(&cls->batch_chore[kind], __ATOMIC_ACQUIRE) != NULL)
+            continue;
+        for (int f = 0; f < cls->nflows && !needs; f++)
+            needs = s->data[f] == d && (cls->modes[f] & CONVOY_READ);
+    }
+    task_unlock(t);
+    return needs;
 }
 
 int convoy__task_has_successors(convoy__task_t *t)

@@ -81,6 +81,12 @@ const convoy__param_def_t convoy__sim_params[] = {
             "recorded) fails; 0: off"},
     {.name = "sim_delay_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0, .max = 1e9,
      .doc = "fault injection: us added to the completion of every copy submission"},
+    {.name = "sim_launch_inline", .type = CONVOY__PARAM_INT, .def = "0", .min = 0, .max = 1,
+     .doc = "1: a launch waits for its stream's earlier work, then runs the chore at once on "
+            "the calling thread, as a GPU's launch enqueues its kernels (launch_inline: the "
+            "chore's result is known when the launch returns, and the pipeline may push a "
+            "task's outputs home behind its launch); 0: the chore runs later on the stream's "
+            "thread"},
     {.name = "sim_launch_late_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0,
      .max = 1e9,
      .doc = "fault injection: real us a stream waits before each launch's chore starts, as a "
@@ -381,8 +387,17 @@ static convoy_status_t sim_memcpy_multi(convoy__device_t *d, convoy__stream_t *s
     return st;
 }
 
-/* fn(arg, NULL) runs later on the stream thread; an injected failure (sim_fail_launch)
- * is returned here and the chore never runs. */
+/* The timing op an inline launch leaves on its stream: the chore ran already. */
+static int sim_launched(void *arg, void *native_stream)
+{
+    (void)arg;
+    (void)native_stream;
+    return 0;
+}
+
+/* fn(arg, NULL) runs later on the stream thread, or (sim_launch_inline) now, once the
+ * stream's earlier work has run, with a timing op left in its place; an injected failure
+ * (sim_fail_launch) is returned here and the chore never runs. */
 static convoy_status_t sim_launch(convoy__device_t *d, convoy__stream_t *stream,
                                   convoy__launch_fn fn, void *arg)
 {
@@ -410,7 +425,19 @@ static convoy_status_t sim_launch(convoy__device_t *d, convoy__stream_t *stream,
                              (unsigned long long)n);
     }
     dev->counters.launches++;
-    convoy__sim_enqueue_locked((convoy__sim_stream_t *)(void *)stream, op);
+    convoy__sim_stream_t *s = (convoy__sim_stream_t *)(void *)stream;
+    if (dev->launch_inline) {
+        /* The stream waits, as a GPU's kernel would, for what it was given before. */
+        uint64_t vt = convoy__sim_stream_drain_locked(dev, s);
+        pthread_mutex_unlock(&dev->lock);
+        convoy__sleep_until_ns(vt);
+        if (fn(arg, NULL) != 0)
+            convoy__log_debug("%s: inline chore returned non-zero", d->name);
+        op->fn = sim_launched;
+        op->enqueue_ns = convoy__now_ns();
+        pthread_mutex_lock(&dev->lock);
+    }
+    convoy__sim_enqueue_locked(s, op);
     pthread_mutex_unlock(&dev->lock);
     return CONVOY_SUCCESS;
 }
@@ -467,6 +494,8 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->launch_ns = 1e3 * convoy__param_double(p, "sim_launch_us");
     dev->delay_ns = 1e3 * convoy__param_double(p, "sim_delay_us");
     dev->launch_late_ns = (uint64_t)(1e3 * convoy__param_double(p, "sim_launch_late_us"));
+    dev->launch_inline = (int)convoy__param_int(p, "sim_launch_inline");
+    b->launch_inline = dev->launch_inline;
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
     dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");

@@ -153,6 +153,7 @@ struct convoy__sim_dev {
     double ns_per_byte;
     double pageable_ns;          /* added per copy whose host side is not pinned */
     uint64_t launch_late_ns;     /* real time a launch waits before its chore runs */
+    int launch_inline;           /* sim_launch_inline: chores run inside launch() */
     convoy__hostslab_t *hostmem; /* convoy_host_alloc's slabs, shared by the sim devices */
     int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
@@ -197,6 +198,9 @@ convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *dev, convoy__str
                                               convoy__event_t *event);
 void convoy__sim_idle_wait(convoy__device_t *dev, uint64_t deadline_ns);
 convoy_status_t convoy__sim_stream_sync(convoy__device_t *dev, convoy__stream_t *stream);
+/* Wait (dev->lock held) until s has executed every op enqueued so far; returns its
+ * modelled clock then. Counts no sync for fault injection. */
+uint64_t convoy__sim_stream_drain_locked(convoy__sim_dev_t *dev, convoy__sim_stream_t *s);
 
 /* Append op to the stream's queue and wake its thread; times a copy at once when nothing
  * of unknown length is ahead of it. dev->lock held. */

@@ -336,16 +336,21 @@ convoy_status_t convoy__sim_stream_sync(convoy__device_t *d, convoy__stream_t *s
                              "%s: injected failure of stream_sync %llu (sim_fail_sync)", d->name,
                              (unsigned long long)n);
     }
+    uint64_t vt = convoy__sim_stream_drain_locked(dev, s);
+    pthread_mutex_unlock(&dev->lock);
+    convoy__sleep_until_ns(vt);
+    return CONVOY_SUCCESS;
+}
+
+uint64_t convoy__sim_stream_drain_locked(convoy__sim_dev_t *dev, convoy__sim_stream_t *s)
+{
     uint64_t target = s->nenqueued;
     while (s->nexecuted < target) {
         dev->exec_waiters++;
         pthread_cond_wait(&dev->exec_cond, &dev->lock);
         dev->exec_waiters--;
     }
-    uint64_t vt = s->vt;
-    pthread_mutex_unlock(&dev->lock);
-    convoy__sleep_until_ns(vt);
-    return CONVOY_SUCCESS;
+    return s->vt;
 }
 
 /* ---- streams ---------------------------------------------------------------------- */

@@ -1,0 +1,138 @@
+/*
+ * Pushouts behind a launch (the files of the pipeline are listed in pipeline_impl.h).
+ *
+ * A version someone waits for at home (a convoy_wait is pending, or a successor with no
+ * chore for this device reads it) went home after its task completed: the completion,
+ * then a pushout, then a flush task through the scheduler for each CPU successor, one
+ * step of this thread after another (mixed_latency's rounds on the H200, 2026-12-03:
+ * 25-30 us from a ring's completion to its successors ready). On a device whose launch
+ * runs the chore at once (launch_inline), each member's result is known when the launch
+ * returns, so its pushout can go on the launch's own stream right behind the kernels: it
+ * flies while the thread does other work, and the member completes with its version
+ * home as well (task->home_flows), so that its CPU successors are ready at once.
+ *
+ * Host memory is written before the member completes, so only what cannot be lost
+ * goes: a member whose chore succeeded, nothing it needed known to have failed, pinned
+ * host memory (no bounce), a final version (no later writer yet), no other pushout of
+ * the datum in flight (it could land after this one). A device error not known at the
+ * launch stops the stream's later work on a GPU (the context's error is sticky), and on
+ * sim an inline launch runs only once the stream's earlier work has run, so its
+ * failures are known here. A pushout that fails leaves the version dirty on the device,
+ * as any pushout does: the member still succeeds.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "device/pipeline_impl.h"
+
+/* Is ev known, now, to have failed? */
+static int known_failed(convoy__pipe_t *p, convoy__pev_t *ev)
+{
+    return ev != NULL && convoy__pev_poll(p, ev) && ev->failed;
+}
+
+/* May m's flow f go home behind the launch? (see the top of this file) */
+static int goes_home(const convoy__pipe_t *p, const convoy__member_t *m, int f, int waiting)
+{
+    convoy__task_t *t = m->task;
+    convoy_data_t *d = t->data[f];
+    const convoy__devcopy_t *c = m->copy[f];
+    if (!convoy__task_writes_datum(t, f) || convoy__member_same_datum(m, f) >= 0 ||
+        !d->host_pinned || c->out_ev != NULL ||
+        atomic_load_explicit(&d->pushing, memory_order_acquire) > 0 ||
+        (atomic_load_explicit(&d->flags, memory_order_relaxed) &
+         (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH | CONVOY__DATA_FREED)) ||
+        atomic_load_explicit(&d->last_writer_id, memory_order_acquire) != t->id + 1)
+        return 0;
+    return waiting || convoy__task_needs_home(t, d, p->dev->kind);
+}
+
+void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
+                         convoy__stream_t *stream)
+{
+    if (!p->dev->launch_inline || g->exec_ev == NULL || g->nrun == 0)
+        return;
+    int waiting = atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
+    int group_failed = known_failed(p, g->in_ev) || known_failed(p, g->in_small_ev);
+    /* Which flows go: m->pushed, first marked as candidates. */
+    int n = 0;
+    for (int i = 0; i < g->nrun && !group_failed; i++) {
+        convoy__member_t *m = &r->m[g->run[i]];
+        int ok = m->fail == MEMBER_OK && m->rc == 0;
+        for (int w = 0; w < m->nwait && ok; w++)
+            ok = !known_failed(p, m->wait[w]);
+        for (int f = 0; f < m->ncopies && ok; f++)
+            if (goes_home(p, m, f, waiting)) {
+                m->pushed |= (uint16_t)(1u << f);
+                n++;
+            }
+    }
+    if (n == 0)
+        return;
+    convoy__stage_t s;
+    int *who = malloc((size_t)n * sizeof(*who)); /* by tag: member index * 32 + flow */
+    g->push_evs = calloc((size_t)n, sizeof(*g->push_evs));
+    if (who == NULL || g->push_evs == NULL || convoy__stage_alloc(&s, n) != 0) {
+        /* Out of host memory: they go home the usual way, after completion. */
+        free(who);
+        free(g->push_evs);
+        g->push_evs = NULL;
+        for (int i = 0; i < g->nrun; i++)
+            r->m[g->run[i]].pushed = 0;
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < g->nrun; i++) {
+        convoy__member_t *m = &r->m[g->run[i]];
+        for (int f = 0; f < m->ncopies; f++) {
+            if (!((m->pushed >> f) & 1))
+                continue;
+            convoy_data_t *d = m->task->data[f];
+            s.copies[k] = (convoy__copy_t){
+                .dst = d->host,
+                .src = m->fresh[f] != NULL ? m->fresh[f] : m->copy[f]->ptr, /* what it wrote */
+                .bytes = d->bytes,
+                .dir = CONVOY__D2H,
+                .flags = CONVOY__COPY_HOST_PINNED,
+                .tag = k};
+            who[k++] = g->run[i] * 32 + f;
+        }
+    }
+    s.n = k;
+    convoy__stage_issue(p, r->id, &s, CONVOY__STAGE_OUT, stream, stream);
+    for (int j = 0; j < s.plan.nsubs; j++)
+        if (s.subs[j] != NULL) {
+            s.subs[j]->refs++;
+            g->push_evs[g->npush++] = s.subs[j];
+        }
+    for (int j = 0; j < k; j++) {
+        if (!s.failed[j])
+            continue;
+        /* Not enqueued: it goes home the usual way. One that may still run (2: the device
+         * could neither record nor wait) leaves its buffer out of use for good. */
+        convoy__member_t *m = &r->m[who[j] / 32];
+        int f = who[j] % 32;
+        m->pushed &= (uint16_t) ~(1u << f);
+        if (s.failed[j] == 2 && m->fresh[f] != NULL)
+            convoy__member_keep_fresh(p, m, f);
+        else if (s.failed[j] == 2)
+            convoy__devmem_pin(&p->mem, m->copy[f], 0);
+    }
+    for (int j = 0; j < s.plan.nsubs; j++)
+        convoy__pev_put(p, s.subs[j]);
+    convoy__stage_free(&s);
+    free(who);
+}
+
+int convoy__push_behind_over(convoy__pipe_t *p, convoy__group_t *g, int *failed_p)
+{
+    int failed = 0;
+    for (int j = 0; j < g->npush; j++) {
+        if (!convoy__pev_poll(p, g->push_evs[j]))
+            return 0;
+        failed |= g->push_evs[j]->failed;
+    }
+    *failed_p = failed;
+    return 1;
+}

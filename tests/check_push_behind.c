@@ -1,0 +1,342 @@
+/*
+ * check_push_behind: outputs someone waits for at home leave behind their launch
+ * (device/push_behind.c, doc/design.md "The accelerator pipeline"). On a device whose
+ * launch runs the chore at once (sim_launch_inline=1 here, as every GPU), a version a
+ * CPU successor reads, or that a pending convoy_wait needs, goes home on the launch's
+ * stream and the task completes with it home: its CPU successors need no flush. What
+ * can be lost never goes early: a failed chore's output, nor a task's whose input failed
+ * to arrive. A pushout behind a launch that fails is no one's error: the version stays on
+ * the device and goes home the usual way.
+ *
+ * Every test holds its tasks back behind a CPU "gate" task until all are inserted, so
+ * that each launch sees its tasks' successors.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/context.h"
+#include "src/core.h"
+#include "tests/test_util.h"
+
+#define N 32
+#define BYTES 8192
+#define OLD 0xabababab /* what an output holds at home before its task runs */
+
+static atomic_int gate_open;
+
+/* Holds the tasks that read g until the test opens it. */
+static int gate_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    double limit = 10.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    for (double w = 0; w < limit && !atomic_load(&gate_open); w += 1e-3)
+        nanosleep(&ms, NULL);
+    return 0;
+}
+
+typedef struct produce_args {
+    int fail; /* the chore fails instead of writing */
+} produce_args_t;
+
+/* out = in + 1, word by word (flows: in, gate, out) */
+static int produce_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    const produce_args_t *a = t->args;
+    if (a->fail)
+        return 7;
+    const uint32_t *in = t->flows[0];
+    uint32_t *out = t->flows[2];
+    for (size_t i = 0; i < t->flow_bytes[2] / 4; i++)
+        out[i] = in[i] + 1;
+    return 0;
+}
+
+typedef struct look_args {
+    int t;
+} look_args_t;
+
+static atomic_int looked_ok, looked_bad;
+
+/* A CPU successor: finds output t holding input t + 1. */
+static int look_chore(const convoy_task_view_t *v, void *s)
+{
+    (void)s;
+    const look_args_t *a = v->args;
+    const uint32_t *out = v->flows[0];
+    int ok = 1;
+    for (size_t i = 0; i < v->flow_bytes[0] / 4; i++)
+        ok &= out[i] == (uint32_t)(a->t + i) + 1;
+    atomic_fetch_add(ok ? &looked_ok : &looked_bad, 1);
+    return 0;
+}
+
+typedef struct world {
+    convoy_context_t *ctx;
+    convoy_class_t *gate, *produce, *look;
+    uint32_t *in[N], *out[N], *g;
+    convoy_data_t *din[N], *dout[N], *dg;
+} world_t;
+
+/* A sim context with zero costs, sim_launch_inline (unless inline_launch is 0), rings of
+ * N, and the presets in extra (NULL-terminated; may be NULL). */
+static void world_open(world_t *w, int inline_launch, const char *const *extra)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_launch_inline", inline_launch ? "1" : "0");
+    tu_ps_set(&ps, "batch_max_tasks", "32");
+    for (int i = 0; extra != NULL && extra[i] != NULL; i += 2)
+        tu_ps_set(&ps, extra[i], extra[i + 1]);
+    memset(w, 0, sizeof(*w));
+    w->ctx = tu_init(ps.kv);
+    atomic_store(&gate_open, 0);
+    atomic_store(&looked_ok, 0);
+    atomic_store(&looked_bad, 0);
+    convoy_access_t gm = CONVOY_RW, lm = CONVOY_READ;
+    convoy_access_t pm[3] = {CONVOY_READ, CONVOY_READ, CONVOY_WRITE};
+    ck_assert_int_eq(convoy_class_new(w->ctx, "gate", 1, &gm, 0, &w->gate), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->gate, CONVOY_DEVICE_CPU, gate_chore), 0);
+    ck_assert_int_eq(
+        convoy_class_new(w->ctx, "produce", 3, pm, CONVOY_CLASS_BATCHABLE, &w->produce),
+        CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->produce, CONVOY_DEVICE_SIM, produce_chore), 0);
+    ck_assert_int_eq(convoy_class_new(w->ctx, "look", 1, &lm, 0, &w->look), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(w->look, CONVOY_DEVICE_CPU, look_chore), 0);
+    w->g = convoy_host_alloc(w->ctx, 64);
+    ck_assert_ptr_nonnull(w->g);
+    ck_assert_int_eq(convoy_data_new(w->ctx, w->g, 64, &w->dg), CONVOY_SUCCESS);
+    for (int t = 0; t < N; t++) {
+        w->in[t] = convoy_host_alloc(w->ctx, BYTES);
+        w->out[t] = convoy_host_alloc(w->ctx, BYTES);
+        ck_assert(w->in[t] != NULL && w->out[t] != NULL);
+        for (size_t i = 0; i < BYTES / 4; i++) {
+            w->in[t][i] = (uint32_t)(t + i);
+            w->out[t][i] = OLD;
+        }
+        ck_assert_int_eq(convoy_data_new(w->ctx, w->in[t], BYTES, &w->din[t]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_data_new(w->ctx, w->out[t], BYTES, &w->dout[t]), CONVOY_SUCCESS);
+    }
+}
+
+static void world_close(world_t *w)
+{
+    for (int t = 0; t < N; t++) {
+        convoy_data_free(w->din[t]);
+        convoy_data_free(w->dout[t]);
+        convoy_host_free(w->ctx, w->in[t]);
+        convoy_host_free(w->ctx, w->out[t]);
+    }
+    convoy_data_free(w->dg);
+    convoy_host_free(w->ctx, w->g);
+    convoy_fini(w->ctx);
+}
+
+/* The gate, then N producers behind it (producer t fails when fail[t]), each followed by
+ * a CPU successor that reads its output when successors is set. */
+static void insert_all(world_t *w, const int *fail, int successors)
+{
+    ck_assert_int_eq(convoy_task_insert(w->ctx, w->gate, NULL, 0, &w->dg), CONVOY_SUCCESS);
+    for (int t = 0; t < N; t++) {
+        produce_args_t pa = {.fail = fail != NULL && fail[t]};
+        convoy_data_t *f[3] = {w->din[t], w->dg, w->dout[t]};
+        ck_assert_int_eq(convoy_task_insert(w->ctx, w->produce, &pa, sizeof(pa), f),
+                         CONVOY_SUCCESS);
+        look_args_t la = {.t = t};
+        if (successors)
+            ck_assert_int_eq(convoy_task_insert(w->ctx, w->look, &la, sizeof(la), &w->dout[t]),
+                             CONVOY_SUCCESS);
+    }
+}
+
+/* Wait (10 s at most, times the build's slowdown) until all N successors have run, with
+ * no convoy_wait pending (it would send outputs home anyway); each found its output. */
+static void await_looks(void)
+{
+    double limit = 10.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    for (double s = 0; s < limit && atomic_load(&looked_ok) + atomic_load(&looked_bad) < N;
+         s += 1e-3)
+        nanosleep(&ms, NULL);
+    ck_assert_int_eq(atomic_load(&looked_ok), N);
+    ck_assert_int_eq(atomic_load(&looked_bad), 0);
+}
+
+static uint64_t internal_tasks(const world_t *w)
+{
+    return atomic_load(&w->ctx->next_internal_id);
+}
+
+/* Output t holds input t + 1 (ok), or what it held before its task (not ok). */
+static void check_out(const world_t *w, int t, int ok)
+{
+    for (size_t i = 0; i < BYTES / 4; i++)
+        REQUIRE(w->out[t][i] == (ok ? (uint32_t)(t + i) + 1 : (uint32_t)OLD),
+                "output %d word %zu: %#x", t, i, w->out[t][i]);
+}
+
+START_TEST(cpu_readers_need_no_flush)
+{
+    /* Proves: with an inline launch (_i = 1), a producer's output that a CPU successor
+     * reads goes home behind the launch, once, and the successors run without a flush
+     * task; without it (_i = 0), each successor waits for a flush task. Either way the
+     * successors read the new version. */
+    world_t w;
+    world_open(&w, _i, NULL);
+    insert_all(&w, NULL, 1);
+    uint64_t before = internal_tasks(&w);
+    atomic_store(&gate_open, 1);
+    await_looks();
+    uint64_t flushes = internal_tasks(&w) - before;
+    if (_i)
+        ck_assert_uint_eq(flushes, 0);
+    else
+        ck_assert_uint_ge(flushes, N);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.d2h_copies, N); /* each output once */
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 1);
+    world_close(&w);
+}
+END_TEST
+
+static void *open_gate_later(void *arg)
+{
+    (void)arg;
+    struct timespec ms20 = {0, 20000000};
+    nanosleep(&ms20, NULL);
+    atomic_store(&gate_open, 1);
+    return NULL;
+}
+
+START_TEST(pending_wait_takes_outputs_home)
+{
+    /* Proves: outputs launched while a convoy_wait is pending go home behind their launch
+     * (no successor asks for them), once each, and the wait returns with them home. */
+    world_t w;
+    world_open(&w, 1, NULL);
+    insert_all(&w, NULL, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, open_gate_later, NULL), 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    pthread_join(th, NULL);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.d2h_copies, N);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(failed_chore_output_stays_away)
+{
+    /* Proves: a producer whose chore fails sends nothing home: its output keeps the
+     * version it had at home (nothing lost), its successor is cancelled, and the others
+     * go home behind their launch as usual. */
+    world_t w;
+    world_open(&w, 1, NULL);
+    int fail[N] = {0};
+    for (int t = 3; t < N; t += 7)
+        fail[t] = 1;
+    insert_all(&w, fail, 1);
+    uint64_t before = internal_tasks(&w);
+    atomic_store(&gate_open, 1);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
+    tu_assert_error_has(w.ctx, "returned 7");
+    int nfail = 0;
+    for (int t = 0; t < N; t++) {
+        check_out(&w, t, !fail[t]);
+        nfail += fail[t];
+    }
+    ck_assert_int_eq(atomic_load(&looked_ok), N - nfail);
+    ck_assert_int_eq(atomic_load(&looked_bad), 0);
+    /* The wait's flush-all is convoy's only task: no successor needed a flush. */
+    ck_assert_uint_le(internal_tasks(&w) - before, 1);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.tasks_failed, (uint64_t)nfail);
+    ck_assert_uint_eq(s.tasks_cancelled, (uint64_t)nfail);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(failed_input_sends_nothing)
+{
+    /* Proves: when a producer's input failed to arrive (the ring's first stage-in fails
+     * as it runs), nothing goes home behind its launch: its output keeps its version at
+     * home, and the task fails naming the device's error. */
+    world_t w;
+    world_open(&w, 1, (const char *const[]){"sim_fail_async", "1", NULL});
+    insert_all(&w, NULL, 1);
+    atomic_store(&gate_open, 1);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
+    tu_assert_error_has(w.ctx, "reported an error");
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_gt(s.tasks_failed, 0);
+    int failed = 0;
+    for (int t = 0; t < N; t++) {
+        int ok = w.out[t][0] != (uint32_t)OLD;
+        check_out(&w, t, ok);
+        failed += !ok;
+    }
+    ck_assert_uint_eq((uint64_t)failed, s.tasks_failed);
+    ck_assert_int_eq(atomic_load(&looked_bad), 0);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(failed_pushout_behind_loses_nothing)
+{
+    /* Proves: a pushout behind a launch that fails when it runs (_i = 0) or cannot be
+     * submitted (_i = 1) fails no task: the version stays on the device, each CPU
+     * successor gets it through a flush, and the wait returns with every output home. */
+    world_t w;
+    world_open(&w, 1,
+               _i == 0 ? (const char *const[]){"sim_fail_async_home", "1", NULL}
+                       /* the ring's stage-in is submission 1, its pushout behind 2 */
+                       : (const char *const[]){"sim_fail_submission", "2", NULL});
+    insert_all(&w, NULL, 1);
+    uint64_t before = internal_tasks(&w);
+    atomic_store(&gate_open, 1);
+    await_looks();
+    if (_i == 0)
+        ck_assert_uint_ge(internal_tasks(&w) - before, 1); /* flushes pushed them again */
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 1);
+    world_close(&w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("push_behind");
+    TCase *tc = tu_tcase(s, "push_behind", 30);
+    tcase_add_loop_test(tc, cpu_readers_need_no_flush, 0, 2);
+    tcase_add_test(tc, pending_wait_takes_outputs_home);
+    tcase_add_test(tc, failed_chore_output_stays_away);
+    tcase_add_test(tc, failed_input_sends_nothing);
+    tcase_add_loop_test(tc, failed_pushout_behind_loses_nothing, 0, 2);
+    return s;
+}
+
+int main(void)
+{
+    return tu_main(suite());
+}
