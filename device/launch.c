@@ -121,6 +121,7 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
 {
     convoy__device_t *dev = p->dev;
     convoy_context_t *ctx = p->ctx;
+    uint64_t t_step = ctx->trace != NULL ? convoy__now_ns() : 0;
     unsigned exec = p->next_exec++ % CONVOY__NEXEC;
     convoy__stream_t *stream = p->exec[exec];
     convoy__stream_wait(p, stream, g->in_ev);
@@ -172,7 +173,13 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
     g->exec_ev = convoy__record_event(p, stream);
     if (g->exec_ev == NULL)
         prove_over(p, r, g, stream);
+    if (ctx->trace != NULL) {
+        convoy__trace_step(p, "launch", t_step, r->id, g->count);
+        t_step = convoy__now_ns();
+    }
     convoy__push_behind(p, r, g, stream);
+    if (ctx->trace != NULL && g->npush > 0)
+        convoy__trace_step(p, "push behind", t_step, r->id, g->npush);
     if (g->exec_ev != NULL && ctx->trace != NULL) {
         g->exec_ev->traced = 1;
         g->exec_ev->tr = (convoy__trace_event_t){.kind = CONVOY__EV_LAUNCH,

@@ -485,6 +485,10 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
         kept++;
     }
     r->n = kept;
+    if (ctx->trace != NULL) {
+        convoy__trace_step(p, "reserve", t0, r->id, kept);
+        t0 = convoy__now_ns();
+    }
     if (kept == 0) {
         members_put(p, m, r->mcap);
         free(r);
@@ -505,11 +509,11 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
         for (int i = 0; i < kept; i++)
             convoy__member_fail(&m[i], MEMBER_FAIL_STAGE_IN, 0);
     }
+    if (ctx->trace != NULL)
+        convoy__trace_step(p, "stage-in", t0, r->id, kept);
     for (int k = 0; k < r->ngroups; k++)
         if (!r->groups[k].split)
             CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, &r->groups[k]));
-    if (ctx->trace != NULL)
-        convoy__trace_step(p, "start", t0, r->id, kept);
     convoy__ring_add(p, r);
 }
 

@@ -248,10 +248,7 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
         switch (g->state) {
         case GROUP_WAIT_IN:
             if (convoy__pev_poll(p, g->in_ev) && convoy__pev_poll(p, g->in_small_ev)) {
-                uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
                 CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, g));
-                if (p->ctx->trace != NULL)
-                    convoy__trace_step(p, "launch", t0, r->id, g->count);
                 moved = 1;
             }
             break;

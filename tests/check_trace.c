@@ -182,15 +182,16 @@ typedef struct counts {
     uint64_t cpu_events, cpu_tasks, launches, launch_tasks;
     uint64_t submissions, copies, bytes, splits;
     uint64_t flow_s, flow_f;
-    uint64_t flows_bound;        /* flow events after the instant they bind to */
-    uint64_t started, completed; /* tasks in the progress threads' start and complete steps */
-    uint64_t sleeps;             /* the progress threads' sleeps */
+    uint64_t flows_bound;                  /* flow events after the instant they bind to */
+    uint64_t started, launched, completed; /* tasks in the progress threads' reserve,
+                                              launch and complete steps */
+    uint64_t sleeps;                       /* the progress threads' sleeps */
 } counts_t;
 
 /* The steps a progress thread traces on its own lane (device/pipeline_impl.h). */
 static const char *const progress_steps[] = {
-    "start", "launch",        "complete",        "push",        "landed",
-    "sleep", "start flushes", "start flush-all", "start drops", "finish transfers"};
+    "reserve", "stage-in", "launch",        "push behind",     "complete",    "push",
+    "landed",  "sleep",    "start flushes", "start flush-all", "start drops", "finish transfers"};
 
 static const char *const step_names[] = {"inserted",  "ready",  "staged-in", "executed",
                                          "completed", "failed", "cancelled"};
@@ -346,7 +347,8 @@ static void check_trace_file(const char *path, counts_t *c)
                 json_t *args = need(e, "args", is_object, i);
                 need(args, "ring", is_integer, i);
                 uint64_t count = (uint64_t)json_integer_value(need(args, "count", is_integer, i));
-                c->started += strcmp(name, "start") == 0 ? count : 0;
+                c->started += strcmp(name, "reserve") == 0 ? count : 0;
+                c->launched += strcmp(name, "launch") == 0 ? count : 0;
                 c->completed += strcmp(name, "complete") == 0 ? count : 0;
                 c->sleeps += strcmp(name, "sleep") == 0;
             } else if (strcmp(cat, "cpu") == 0) {
@@ -437,6 +439,7 @@ static void check_against_stats(const counts_t *c, const run_result_t *r)
         ck_assert_uint_eq(c->steps[3], c->launch_tasks);
         /* ... and the progress thread's lane shows each of them started and completed. */
         ck_assert_uint_eq(c->started, c->launch_tasks);
+        ck_assert_uint_eq(c->launched, c->launch_tasks);
         ck_assert_uint_eq(c->completed, c->launch_tasks);
     }
 }
