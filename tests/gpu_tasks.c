@@ -6,7 +6,10 @@
  *  - a chore that fails (returns non-zero) fails its task with a message naming the task
  *    and class, cancels its successor, and leaves the host copy of the datum it would
  *    have written at its last good value;
- *  - the runtime still works after the failure.
+ *  - the runtime still works after the failure;
+ *  - a CPU task reading a GPU task's output finds it, with no flush task (the output went
+ *    home behind its launch, device/push_behind.c), and a failing GPU task whose output a
+ *    CPU task reads sends nothing home: the host keeps its last good value.
  * Last line: "N passed, N failed".
  */
 #include "config.h"
@@ -15,8 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+#include <time.h>
+
 #include "bench/tiny_tasks.h"
 #include "convoy.h"
+#include "src/core.h"
 
 static int passed, failed;
 
@@ -176,6 +183,90 @@ static void failure_round(const char *sched)
     convoy_fini(ctx);
 }
 
+static atomic_int read_ok, read_bad;
+
+/* A CPU reader of output t of cpu_reader_round: every element is t % 11 + 2 * (i % 5). */
+static int reader_chore(const convoy_task_view_t *v, void *stream)
+{
+    (void)stream;
+    int t = *(const int *)v->args;
+    const float *o = v->flows[0];
+    int ok = 1;
+    for (size_t i = 0; i < v->flow_bytes[0] / sizeof(float); i++)
+        ok &= o[i] == (float)(t % 11) + 2.0f * (float)(i % 5);
+    atomic_fetch_add(ok ? &read_ok : &read_bad, 1);
+    return 0;
+}
+
+/* n GPU tasks, each with a CPU reader of its output inserted right after it; task
+ * `broken` fails. The readers run before any convoy_wait, with no flush task; the failed
+ * task's output keeps its value at home and its reader is cancelled. */
+static void cpu_reader_round(const char *sched, int n, int broken)
+{
+    convoy_context_t *ctx = start(sched);
+    convoy_access_t modes[4] = {CONVOY_READ, CONVOY_READ, CONVOY_READ, CONVOY_WRITE};
+    convoy_access_t rmode = CONVOY_READ;
+    convoy_class_t *cls, *bad, *reader;
+    convoy_class_new(ctx, "tiny", 4, modes, CONVOY_CLASS_BATCHABLE, &cls);
+    convoy_class_set_chore(cls, CONVOY_DEVICE_CUDA, tiny_cuda_chore);
+    convoy_class_set_batch_chore(cls, CONVOY_DEVICE_CUDA, tiny_cuda_batch_chore);
+    convoy_class_new(ctx, "broken", 4, modes, 0, &bad);
+    convoy_class_set_chore(bad, CONVOY_DEVICE_CUDA, failing_chore);
+    convoy_class_new(ctx, "reader", 1, &rmode, 0, &reader);
+    convoy_class_set_chore(reader, CONVOY_DEVICE_CPU, reader_chore);
+    enum { E = 2048 };
+    size_t bytes = E * sizeof(float);
+    float *shared = convoy_host_alloc(ctx, bytes);
+    for (int i = 0; i < E; i++)
+        shared[i] = 2;
+    convoy_data_t *dshared;
+    convoy_data_new(ctx, shared, bytes, &dshared);
+    float **a = calloc((size_t)n, sizeof(float *)), **c = calloc((size_t)n, sizeof(float *));
+    float **o = calloc((size_t)n, sizeof(float *));
+    convoy_data_t **d = calloc((size_t)(3 * n), sizeof(void *));
+    atomic_store(&read_ok, 0);
+    atomic_store(&read_bad, 0);
+    uint64_t internal = atomic_load(&ctx->next_internal_id);
+    tiny_args_t args = {3, 1};
+    for (int t = 0; t < n; t++) {
+        a[t] = convoy_host_alloc(ctx, bytes);
+        c[t] = convoy_host_alloc(ctx, bytes);
+        o[t] = convoy_host_alloc(ctx, bytes);
+        for (int i = 0; i < E; i++) {
+            a[t][i] = (float)(t % 11);
+            c[t][i] = (float)(i % 5);
+            o[t][i] = 7;
+        }
+        convoy_data_new(ctx, a[t], bytes, &d[3 * t]);
+        convoy_data_new(ctx, c[t], bytes, &d[3 * t + 1]);
+        convoy_data_new(ctx, o[t], bytes, &d[3 * t + 2]);
+        convoy_data_t *f[4] = {d[3 * t], dshared, d[3 * t + 1], d[3 * t + 2]};
+        convoy_task_insert(ctx, t == broken ? bad : cls, &args, sizeof(args), f);
+        convoy_task_insert(ctx, reader, &t, sizeof(t), &d[3 * t + 2]);
+    }
+    struct timespec ms = {0, 1000000};
+    for (int w = 0; w < 10000 && atomic_load(&read_ok) + atomic_load(&read_bad) < n - 1; w++)
+        nanosleep(&ms, NULL);
+    EXPECT(atomic_load(&read_ok) == n - 1 && atomic_load(&read_bad) == 0,
+           "%s: %d readers found their output, %d did not, of %d", sched, atomic_load(&read_ok),
+           atomic_load(&read_bad), n - 1);
+    uint64_t flushes = atomic_load(&ctx->next_internal_id) - internal;
+    EXPECT(flushes == 0, "%s: %llu flush tasks for CPU readers of GPU outputs", sched,
+           (unsigned long long)flushes);
+    convoy_status_t st = convoy_wait(ctx);
+    EXPECT(st == CONVOY_ERR_TASK_FAILED, "%s: wait returned %s", sched, convoy_status_name(st));
+    EXPECT(o[broken][0] == 7 && o[broken][E - 1] == 7, "%s: the failed task's output changed: %g",
+           sched, o[broken][0]);
+    convoy_stats_t s;
+    convoy_get_stats(ctx, &s);
+    EXPECT(s.tasks_failed == 1 && s.tasks_cancelled == 1, "%s: failed %llu cancelled %llu", sched,
+           (unsigned long long)s.tasks_failed, (unsigned long long)s.tasks_cancelled);
+    printf("cpu readers %s tasks=%d: d2h_copies=%llu flush tasks=%llu\n", sched, n,
+           (unsigned long long)s.d2h_copies, (unsigned long long)flushes);
+    convoy_fini(ctx);
+    free(a), free(c), free(o), free(d);
+}
+
 int main(void)
 {
     tiny_round("fifo", 0, 300, 2048);
@@ -185,6 +276,8 @@ int main(void)
     tiny_round("batch", 1, 64, 3 << 20); /* 12 MiB flows: above the split size */
     failure_round("fifo");
     failure_round("batch");
+    cpu_reader_round("fifo", 64, 5);
+    cpu_reader_round("batch", 512, 100);
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
