@@ -12,13 +12,15 @@
  * home as well (task->home_flows), so that its CPU successors are ready at once.
  *
  * Host memory is written before the member completes, so only what cannot be lost
- * goes: a member whose chore succeeded, nothing it needed known to have failed, pinned
- * host memory (no bounce), a final version (no later writer yet), no other pushout of
- * the datum in flight (it could land after this one). A device error not known at the
- * launch stops the stream's later work on a GPU (the context's error is sticky), and on
- * sim an inline launch runs only once the stream's earlier work has run, so its
- * failures are known here. A pushout that fails leaves the version dirty on the device,
- * as any pushout does: the member still succeeds.
+ * goes: a member whose chore succeeded, nothing it needed known to have failed (its
+ * copies' arrivals included), pinned host memory (no bounce), a final version (no later
+ * writer yet), no other pushout of the datum in flight (it could land after this one),
+ * and a copy written in place: a fresh buffer means the copy here is the datum's only
+ * newest version, which a flush-all could push home while this one flies. A device error not known
+ * at the launch stops the stream's later work on a GPU (the context's error is sticky), and on sim
+ * an inline launch runs only once the stream's earlier work has run, so its failures are known
+ * here. A pushout that fails leaves the version dirty on the device, as any pushout does: the
+ * member still succeeds.
  */
 #include "config.h"
 
@@ -39,7 +41,8 @@ static int goes_home(const convoy__pipe_t *p, const convoy__member_t *m, int f, 
     convoy_data_t *d = t->data[f];
     const convoy__devcopy_t *c = m->copy[f];
     if (!convoy__task_writes_datum(t, f) || convoy__member_same_datum(m, f) >= 0 ||
-        !d->host_pinned || c->out_ev != NULL ||
+        !d->host_pinned || c->out_ev != NULL || m->fresh[f] != NULL ||
+        (c->arrival != NULL && c->arrival->done && c->arrival->failed) ||
         atomic_load_explicit(&d->pushing, memory_order_acquire) > 0 ||
         (atomic_load_explicit(&d->flags, memory_order_relaxed) &
          (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH | CONVOY__DATA_FREED)) ||
@@ -62,6 +65,8 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
         int ok = m->fail == MEMBER_OK && m->rc == 0;
         for (int w = 0; w < m->nwait && ok; w++)
             ok = !known_failed(p, m->wait[w]);
+        for (int f = 0; f < m->ncopies && ok; f++) /* an input that did not arrive */
+            ok = !known_failed(p, m->copy[f]->arrival);
         for (int f = 0; f < m->ncopies && ok; f++)
             if (goes_home(p, m, f, waiting)) {
                 m->pushed |= (uint16_t)(1u << f);
@@ -117,7 +122,7 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
         if (s.failed[j] == 2 && m->fresh[f] != NULL)
             convoy__member_keep_fresh(p, m, f);
         else if (s.failed[j] == 2)
-            convoy__devmem_pin(&p->mem, m->copy[f], 0);
+            convoy__devmem_pin(&p->mem, m->copy[f], 1);
     }
     for (int j = 0; j < s.plan.nsubs; j++)
         convoy__pev_put(p, s.subs[j]);

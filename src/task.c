@@ -91,9 +91,11 @@ static void settle_writes(convoy__task_t *t, int outcome)
         if (outcome == CONVOY__OK) {
             convoy__coh_commit(d, place);
             /* Home too before a successor looks: a CPU reader then needs no flush. */
+            int home = 0; /* the pipeline marks the first flow naming d */
+            for (int j = 0; j <= i && t->home_flows != 0; j++)
+                home |= t->data[j] == d && ((t->home_flows >> j) & 1);
             uint64_t v;
-            if (((t->home_flows >> i) & 1) &&
-                convoy__coh_landed_home(d, v = convoy__coh_version(d), place))
+            if (home && convoy__coh_landed_home(d, v = convoy__coh_version(d), place))
                 convoy__coh_note_host(d, v);
         } else if (outcome == CONVOY__FAILED) {
             convoy__coh_write_failed(d);

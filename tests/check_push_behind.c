@@ -278,7 +278,8 @@ START_TEST(failed_input_sends_nothing)
      * as it runs), nothing goes home behind its launch: its output keeps its version at
      * home, and the task fails naming the device's error. */
     world_t w;
-    world_open(&w, 1, (const char *const[]){"sim_fail_async", "1", NULL});
+    /* Four stage-in submissions: the first fails, the group's last one does not. */
+    world_open(&w, 1, (const char *const[]){"sim_fail_async", "1", "batch_max_copies", "16", NULL});
     insert_all(&w, NULL, 1);
     atomic_store(&gate_open, 1);
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
