@@ -42,7 +42,6 @@ static int goes_home(const convoy__pipe_t *p, const convoy__member_t *m, int f, 
     const convoy__devcopy_t *c = m->copy[f];
     if (!convoy__task_writes_datum(t, f) || convoy__member_same_datum(m, f) >= 0 ||
         !d->host_pinned || c->out_ev != NULL || m->fresh[f] != NULL ||
-        (c->arrival != NULL && c->arrival->done && c->arrival->failed) ||
         atomic_load_explicit(&d->pushing, memory_order_acquire) > 0 ||
         (atomic_load_explicit(&d->flags, memory_order_relaxed) &
          (CONVOY_DATA_RESIDENT | CONVOY_DATA_SCRATCH | CONVOY__DATA_FREED)) ||
@@ -94,13 +93,12 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
             if (!((m->pushed >> f) & 1))
                 continue;
             convoy_data_t *d = m->task->data[f];
-            s.copies[k] = (convoy__copy_t){
-                .dst = d->host,
-                .src = m->fresh[f] != NULL ? m->fresh[f] : m->copy[f]->ptr, /* what it wrote */
-                .bytes = d->bytes,
-                .dir = CONVOY__D2H,
-                .flags = CONVOY__COPY_HOST_PINNED,
-                .tag = k};
+            s.copies[k] = (convoy__copy_t){.dst = d->host,
+                                           .src = m->copy[f]->ptr, /* written in place: goes_home */
+                                           .bytes = d->bytes,
+                                           .dir = CONVOY__D2H,
+                                           .flags = CONVOY__COPY_HOST_PINNED,
+                                           .tag = k};
             who[k++] = g->run[i] * 32 + f;
         }
     }
@@ -115,13 +113,11 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
         if (!s.failed[j])
             continue;
         /* Not enqueued: it goes home the usual way. One that may still run (2: the device
-         * could neither record nor wait) leaves its buffer out of use for good. */
+         * could neither record nor wait) leaves its copy out of use for good. */
         convoy__member_t *m = &r->m[who[j] / 32];
         int f = who[j] % 32;
         m->pushed &= (uint16_t) ~(1u << f);
-        if (s.failed[j] == 2 && m->fresh[f] != NULL)
-            convoy__member_keep_fresh(p, m, f);
-        else if (s.failed[j] == 2)
+        if (s.failed[j] == 2)
             convoy__devmem_pin(&p->mem, m->copy[f], 1);
     }
     for (int j = 0; j < s.plan.nsubs; j++)

@@ -426,7 +426,7 @@ static convoy_status_t sim_launch(convoy__device_t *d, convoy__stream_t *stream,
     }
     dev->counters.launches++;
     convoy__sim_stream_t *s = (convoy__sim_stream_t *)(void *)stream;
-    if (dev->launch_inline) {
+    if (d->launch_inline) { /* sim_launch_inline */
         /* The stream waits, as a GPU's kernel would, for what it was given before. */
         uint64_t vt = convoy__sim_stream_drain_locked(dev, s);
         pthread_mutex_unlock(&dev->lock);
@@ -494,8 +494,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->launch_ns = 1e3 * convoy__param_double(p, "sim_launch_us");
     dev->delay_ns = 1e3 * convoy__param_double(p, "sim_delay_us");
     dev->launch_late_ns = (uint64_t)(1e3 * convoy__param_double(p, "sim_launch_late_us"));
-    dev->launch_inline = (int)convoy__param_int(p, "sim_launch_inline");
-    b->launch_inline = dev->launch_inline;
+    b->launch_inline = (int)convoy__param_int(p, "sim_launch_inline");
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
     dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");

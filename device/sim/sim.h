@@ -153,7 +153,6 @@ struct convoy__sim_dev {
     double ns_per_byte;
     double pageable_ns;          /* added per copy whose host side is not pinned */
     uint64_t launch_late_ns;     /* real time a launch waits before its chore runs */
-    int launch_inline;           /* sim_launch_inline: chores run inside launch() */
     convoy__hostslab_t *hostmem; /* convoy_host_alloc's slabs, shared by the sim devices */
     int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
