@@ -512,10 +512,7 @@ void convoy__pipeline_stop(convoy__device_t *dev)
     if (p == NULL || !p->started)
         return;
     atomic_store(&p->stop, 1);
-    convoy__queue_wake(p->ctx, p->queue);
-    pthread_mutex_lock(&p->ctx->qwait[p->queue].lock);
-    pthread_cond_broadcast(&p->ctx->qwait[p->queue].cond);
-    pthread_mutex_unlock(&p->ctx->qwait[p->queue].lock);
+    convoy__queue_close(p->ctx, p->queue);
     pthread_join(p->thread, NULL);
     p->started = 0;
 }

@@ -189,6 +189,7 @@ typedef struct convoy__queue_wait {
     atomic_int spinners;      /* CPU workers polling `pushes`, or woken to (queue 0 only) */
     int watches;              /* under lock: wake-ups that hand a sleeper the poller's place */
     _Atomic uint64_t signals; /* wake-ups sent by pushes (not by workers handing over) */
+    int closed;               /* under lock: its consumers stop; no sleep waits any more */
 } convoy__queue_wait_t;
 
 /* The distributed layer (dist/, doc/dist.md) above the core: NULL while it is off. The
@@ -383,6 +384,8 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task);
 int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_t deadline_ns);
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue);
 void convoy__queue_wake(convoy_context_t *ctx, int queue);
+/* The queue's consumers stop: every sleep on it ends, now and from now on. */
+void convoy__queue_close(convoy_context_t *ctx, int queue);
 /* An accelerator went from idle to busy (its progress thread started a ring with nothing
  * in flight): wake a sleeping CPU worker to poll while it is busy, when every worker
  * sleeps, so that the CPU tasks its completions make ready find a worker awake

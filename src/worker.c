@@ -125,6 +125,16 @@ void convoy__queues_expedite(convoy_context_t *ctx, int begin)
         convoy__queue_wake(ctx, q);
 }
 
+void convoy__queue_close(convoy_context_t *ctx, int queue)
+{
+    convoy__queue_wait_t *w = &ctx->qwait[queue];
+    atomic_fetch_add(&w->pushes, 1); /* a poller sees it too */
+    pthread_mutex_lock(&w->lock);
+    w->closed = 1;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
 uint64_t convoy__queue_pushes(convoy_context_t *ctx, int queue)
 {
     return atomic_load(&ctx->qwait[queue].pushes);
@@ -137,10 +147,11 @@ int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_
                           .tv_nsec = (long)(deadline_ns % 1000000000ull)};
     pthread_mutex_lock(&w->lock);
     atomic_fetch_add(&w->sleepers, 1);
-    /* Stopping ends the CPU workers' sleeps; a progress thread's ends at its own stop (a
-     * wake-up), or it would poll without sleeping while the workers are joined. */
-    while (atomic_load(&w->pushes) == seen && w->watches == 0 &&
-           (queue != 0 || !atomic_load(&ctx->stopping))) {
+    /* A closed queue's sleeps end at once: its consumer stops. Closed under this lock, so a
+     * consumer that read `seen` after its stop's wake-up sleeps no more (a progress thread
+     * did: it hung convoy_fini). Each queue closes on its own: the workers' stop leaves
+     * the progress threads asleep while the workers are joined (they polled before). */
+    while (atomic_load(&w->pushes) == seen && w->watches == 0 && !w->closed) {
         if (deadline_ns == UINT64_MAX)
             pthread_cond_wait(&w->cond, &w->lock);
         else if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT)
@@ -332,10 +343,7 @@ void convoy__workers_stop(convoy_context_t *ctx)
     if (ctx->qwait == NULL)
         return;
     atomic_store(&ctx->stopping, 1);
-    convoy__queue_wake(ctx, 0);
-    pthread_mutex_lock(&ctx->qwait[0].lock);
-    pthread_cond_broadcast(&ctx->qwait[0].cond);
-    pthread_mutex_unlock(&ctx->qwait[0].lock);
+    convoy__queue_close(ctx, 0);
     for (int i = 0; i < ctx->nworkers; i++)
         pthread_join(ctx->workers[i], NULL);
     ctx->nworkers = 0;

@@ -5,9 +5,9 @@
  * worker asleep (bursts of every size, with and without polling, from the program's
  * thread, from a completion on a worker, from a chore); and a task a chore inserts runs
  * on another worker while the chore still runs; an accelerator that goes busy wakes one
- * worker to poll (spin_busy_us). Each waits for its tasks to have run
- * before any convoy_wait: a wait wakes the workers itself (its expedite), which would
- * hide a lost wake-up.
+ * worker to poll (spin_busy_us); a stopped queue's sleeps end. Each waits for its tasks to
+ * have run before any convoy_wait: a wait wakes the workers itself (its expedite), which
+ * would hide a lost wake-up.
  */
 #include "config.h"
 
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "device/pipeline.h"
 #include "src/core.h"
 #include "tests/test_util.h"
 
@@ -406,6 +407,22 @@ START_TEST(poller_stays_through_idle_moment)
 }
 END_TEST
 
+/* A stopped progress thread's queue is closed: a sleep on it that begins after the stop,
+ * with the push count read after the stop's wake-up and no deadline, returns at once. A
+ * progress thread between its stop check and that read slept forever before, and
+ * convoy_fini hung joining it (once in CI, check_pipeline_faults). */
+START_TEST(sleep_after_stop_returns)
+{
+    const char *const preset[] = {"devices", "sim", "nthreads", "2", "bind", "0", NULL};
+    convoy_context_t *ctx = tu_init(preset);
+    ck_assert_int_eq(convoy_accel_count(ctx), 1);
+    convoy__pipeline_stop(ctx->accel[0]);
+    int q = 1; /* the sim device's queue */
+    convoy__queue_sleep(ctx, q, convoy__queue_pushes(ctx, q), UINT64_MAX);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("workers");
@@ -420,6 +437,7 @@ static Suite *suite(void)
     tcase_add_test(tc, accel_going_busy_wakes_one_poller);
     tcase_add_test(tc, accel_going_busy_wakes_none_without_busy_polling);
     tcase_add_test(tc, poller_stays_through_idle_moment);
+    tcase_add_test(tc, sleep_after_stop_returns);
     return s;
 }
 
