@@ -136,6 +136,7 @@ typedef struct convoy__group {
     int traced_steps;           /* lifecycle steps already in the trace (staged-in, executed) */
     convoy__pev_t **push_evs;   /* the submissions of its pushouts behind the launch */
     int npush;
+    size_t push_bytes; /* theirs, counted in p->out_bytes until seen over or the ring goes */
 } convoy__group_t;
 
 /* What a ring carries: the program's tasks, or an internal transfer (core.h). */
@@ -380,6 +381,8 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
                          convoy__stream_t *stream);
 /* Whether g's pushouts are over (1), with *failed_p set when one failed. */
 int convoy__push_behind_over(convoy__pipe_t *p, convoy__group_t *g, int *failed_p);
+/* g's pushouts behind its launch leave p->out_bytes (over, or their ring goes). */
+void convoy__push_behind_uncount(convoy__pipe_t *p, convoy__group_t *g);
 
 /* Copies home (pushout.c). */
 /* Start a ring of internal transfer tasks (RING_FLUSH, RING_FLUSH_ALL, RING_DROP). */

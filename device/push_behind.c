@@ -120,6 +120,10 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
         if (s.failed[j] == 2)
             convoy__devmem_pin(&p->mem, m->copy[f], 1);
     }
+    /* On the link home as any pushout is: write-behind's window counts them. */
+    for (int j = 0; j < k; j++)
+        g->push_bytes += s.failed[s.copies[j].tag] ? 0 : s.copies[j].bytes;
+    p->out_bytes += g->push_bytes;
     for (int j = 0; j < s.plan.nsubs; j++)
         convoy__pev_put(p, s.subs[j]);
     convoy__stage_free(&s);
@@ -135,5 +139,12 @@ int convoy__push_behind_over(convoy__pipe_t *p, convoy__group_t *g, int *failed_
         failed |= g->push_evs[j]->failed;
     }
     *failed_p = failed;
+    convoy__push_behind_uncount(p, g);
     return 1;
+}
+
+void convoy__push_behind_uncount(convoy__pipe_t *p, convoy__group_t *g)
+{
+    p->out_bytes -= g->push_bytes;
+    g->push_bytes = 0;
 }

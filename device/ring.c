@@ -519,6 +519,8 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
 
 void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
 {
+    for (int k = 0; k < r->ngroups; k++) /* a kept ring's too: the window stays open */
+        convoy__push_behind_uncount(p, &r->groups[k]);
     if (r->leak) {
         /* A launch that could not be proven over may still write its members' results. */
         convoy__log_error("%s: ring %lld is kept in memory: a launch of it was never seen to "

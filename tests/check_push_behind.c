@@ -301,24 +301,61 @@ END_TEST
 
 START_TEST(failed_pushout_behind_loses_nothing)
 {
-    /* Proves: a pushout behind a launch that fails when it runs (_i = 0) or cannot be
-     * submitted (_i = 1) fails no task: the version stays on the device, each CPU
-     * successor gets it through a flush, and the wait returns with every output home. */
+    /* Proves: a pushout behind a launch that fails when it runs (_i = 0), or cannot be
+     * submitted, not even one copy at a time (_i = 1), fails no task: the version stays
+     * on the device, each CPU successor gets it through a flush, and the wait returns
+     * with every output home. */
     world_t w;
     world_open(&w, 1,
                _i == 0 ? (const char *const[]){"sim_fail_async_home", "1", NULL}
-                       /* the ring's stage-in is submission 1, its pushout behind 2 */
-                       : (const char *const[]){"sim_fail_submission", "2", NULL});
+                       /* the ring's stage-in is submission 1, its pushout behind 2, whose
+                        * N copies are then retried alone: 3 .. N + 2. One ring of all N:
+                        * it closes only when full. */
+                       : (const char *const[]){"sim_fail_submission", "2", "sim_fail_submissions",
+                                               "33", "batch_idle_close", "0", "batch_max_wait_us",
+                                               "1e7", NULL});
     insert_all(&w, NULL, 1);
     uint64_t before = internal_tasks(&w);
     atomic_store(&gate_open, 1);
     await_looks();
-    if (_i == 0)
-        ck_assert_uint_ge(internal_tasks(&w) - before, 1); /* flushes pushed them again */
+    ck_assert_uint_ge(internal_tasks(&w) - before, 1); /* flushes pushed them again */
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
     convoy_stats_t s;
     convoy_get_stats(w.ctx, &s);
     ck_assert_uint_eq(s.tasks_failed, 0);
+    if (_i == 1)
+        ck_assert_uint_eq(s.retried_copies, N);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, 1);
+    world_close(&w);
+}
+END_TEST
+
+START_TEST(pushed_behind_leave_write_behind_window)
+{
+    /* Proves: the pushouts behind launches count in write_behind's window only while
+     * they fly. After a ring's outputs (4x the window) went home behind its launch, the
+     * next ring's leaves, outputs nothing reads yet, still go home written behind. */
+    world_t w;
+    world_open(&w, 1, (const char *const[]){"write_behind", "64K", NULL});
+    insert_all(&w, NULL, 1);
+    atomic_store(&gate_open, 1);
+    await_looks();
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    uint64_t before = s.write_behind_copies;
+    insert_all(&w, NULL, 0);
+    /* Completed with no wait pending: a wait would take the outputs home itself. */
+    double limit = 10.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    for (double t = 0; t < limit && s.tasks_completed < 2 * (N + 1) + N; t += 1e-3) {
+        nanosleep(&ms, NULL);
+        convoy_get_stats(w.ctx, &s);
+    }
+    ck_assert_uint_eq(s.tasks_completed, 2 * (N + 1) + N);
+    ck_assert_uint_gt(s.write_behind_copies, before);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
     for (int t = 0; t < N; t++)
         check_out(&w, t, 1);
     world_close(&w);
@@ -334,6 +371,7 @@ static Suite *suite(void)
     tcase_add_test(tc, failed_chore_output_stays_away);
     tcase_add_test(tc, failed_input_sends_nothing);
     tcase_add_loop_test(tc, failed_pushout_behind_loses_nothing, 0, 2);
+    tcase_add_test(tc, pushed_behind_leave_write_behind_window);
     return s;
 }
 

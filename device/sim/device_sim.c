@@ -60,7 +60,12 @@ const convoy__param_def_t convoy__sim_params[] = {
      .doc = "us per launch, plus the chore's own run time; PHYSICS.md s4: per-launch cost"},
     {.name = "sim_fail_submission", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
-     .doc = "fault injection: the n-th copy submission (memcpy or memcpy_multi) fails; 0: off"},
+     .doc = "fault injection: the n-th copy submission (memcpy or memcpy_multi) fails "
+            "(sim_fail_submissions of them in a row); 0: off"},
+    {.name = "sim_fail_submissions", .type = CONVOY__PARAM_INT, .def = "1", .min = 1,
+     .max = 2147483647.0,
+     .doc = "how many copy submissions fail in a row from sim_fail_submission (a failed "
+            "memcpy_multi's retries one copy at a time among them)"},
     {.name = "sim_fail_submitted", .type = CONVOY__PARAM_INT, .def = "-1", .min = -1,
      .max = 2147483647.0,
      .doc = "copies an injected memcpy_multi failure enqueues; -1: 0 for engine, n/2 for loop"},
@@ -90,7 +95,9 @@ const convoy__param_def_t convoy__sim_params[] = {
     {.name = "sim_launch_late_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0,
      .max = 1e9,
      .doc = "fault injection: real us a stream waits before each launch's chore starts, as a "
-            "GPU whose kernels start late; 0: off"},
+            "GPU whose kernels start late (with sim_launch_inline, before the launch's place "
+            "on the stream is over: the chore has run, its event and the stream's later "
+            "work come late); 0: off"},
     {.name = "sim_fail_async", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
      .doc = "fault injection: the n-th copy submission is accepted but fails when it runs: "
@@ -273,7 +280,8 @@ static convoy_status_t sim_submit(convoy__sim_dev_t *dev, convoy__sim_stream_t *
 
     pthread_mutex_lock(&dev->lock);
     uint64_t seq = ++dev->nsubmissions;
-    int failed = (dev->fail_submission > 0 && seq == (uint64_t)dev->fail_submission) ||
+    int failed = (dev->fail_submission > 0 && seq >= (uint64_t)dev->fail_submission &&
+                  seq - (uint64_t)dev->fail_submission < (uint64_t)dev->fail_submissions) ||
                  (dev->fail_every > 0 && seq % (uint64_t)dev->fail_every == 0);
     int k = n;
     if (failed) {
@@ -498,6 +506,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
     dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");
+    dev->fail_submissions = convoy__param_int(p, "sim_fail_submissions");
     dev->fail_submitted = convoy__param_int(p, "sim_fail_submitted");
     dev->fail_alloc = convoy__param_int(p, "sim_fail_alloc");
     dev->fail_launch = convoy__param_int(p, "sim_fail_launch");

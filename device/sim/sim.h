@@ -154,7 +154,8 @@ struct convoy__sim_dev {
     double pageable_ns;          /* added per copy whose host side is not pinned */
     uint64_t launch_late_ns;     /* real time a launch waits before its chore runs */
     convoy__hostslab_t *hostmem; /* convoy_host_alloc's slabs, shared by the sim devices */
-    int64_t fail_submission, fail_submitted, fail_alloc, fail_launch, fail_every;
+    int64_t fail_submission, fail_submissions; /* submissions fail from the n-th, this many */
+    int64_t fail_submitted, fail_alloc, fail_launch, fail_every;
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
     int64_t fail_sync;                 /* the n-th stream_sync fails */
     int64_t fail_async;                /* the n-th copy submission fails when run */
