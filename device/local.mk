@@ -42,6 +42,7 @@ libconvoy_internal_la_SOURCES += \
 	device/sim/device_sim.c \
 	device/sim/sim_hostmem.c \
 	device/sim/sim_link.c \
+	device/sim/sim_params.c \
 	device/sim/sim_stream.c
 
 # The GPU components. cuda_params.c and hip_params.c (the parameter tables, no vendor
