@@ -103,7 +103,9 @@ const convoy__param_def_t convoy__core_params[] = {
      .type = CONVOY__PARAM_BOOL,
      .def = "1",
      .doc = "bind CPU worker i to the i-th core of the process's CPUs (modulo their number); "
-            "0: workers run anywhere within the process's CPUs"},
+            "0: workers run anywhere within the process's CPUs, the choice where other "
+            "programs keep some of them busy (a bound worker waits for its turn there; "
+            "doc/guide.md)"},
     {.name = "verbose",
      .type = CONVOY__PARAM_CHOICE,
      .def = "warn",
