@@ -110,19 +110,19 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
             g->push_evs[g->npush++] = s.subs[j];
         }
     for (int j = 0; j < k; j++) {
-        if (!s.failed[j])
-            continue;
-        /* Not enqueued: it goes home the usual way. One that may still run (2: the device
-         * could neither record nor wait) leaves its copy out of use for good. */
         convoy__member_t *m = &r->m[who[j] / 32];
         int f = who[j] % 32;
+        if (!s.failed[j]) {
+            /* On the link home as any pushout is: write-behind's window counts it. */
+            g->push_bytes += m->task->data[f]->bytes;
+            continue;
+        }
+        /* Not enqueued: it goes home the usual way. One that may still run (2: the device
+         * could neither record nor wait) leaves its copy out of use for good. */
         m->pushed &= (uint16_t) ~(1u << f);
         if (s.failed[j] == 2)
             convoy__devmem_pin(&p->mem, m->copy[f], 1);
     }
-    /* On the link home as any pushout is: write-behind's window counts them. */
-    for (int j = 0; j < k; j++)
-        g->push_bytes += s.failed[s.copies[j].tag] ? 0 : s.copies[j].bytes;
     p->out_bytes += g->push_bytes;
     for (int j = 0; j < s.plan.nsubs; j++)
         convoy__pev_put(p, s.subs[j]);

@@ -170,6 +170,21 @@ static void await_looks(void)
     ck_assert_int_eq(atomic_load(&looked_bad), 0);
 }
 
+/* Wait (10 s at most, times the build's slowdown) until n tasks have completed, with no
+ * convoy_wait pending; asserts they have. */
+static void await_completed(const world_t *w, uint64_t n)
+{
+    double limit = 10.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    convoy_stats_t s;
+    convoy_get_stats(w->ctx, &s);
+    for (double t = 0; t < limit && s.tasks_completed < n; t += 1e-3) {
+        nanosleep(&ms, NULL);
+        convoy_get_stats(w->ctx, &s);
+    }
+    ck_assert_uint_eq(s.tasks_completed, n);
+}
+
 static uint64_t internal_tasks(const world_t *w)
 {
     return atomic_load(&w->ctx->next_internal_id);
@@ -181,6 +196,14 @@ static void check_out(const world_t *w, int t, int ok)
     for (size_t i = 0; i < BYTES / 4; i++)
         REQUIRE(w->out[t][i] == (ok ? (uint32_t)(t + i) + 1 : (uint32_t)OLD),
                 "output %d word %zu: %#x", t, i, w->out[t][i]);
+}
+
+/* Every output holds its input + 1; then the world is closed. */
+static void close_all_home(world_t *w)
+{
+    for (int t = 0; t < N; t++)
+        check_out(w, t, 1);
+    world_close(w);
 }
 
 START_TEST(cpu_readers_need_no_flush)
@@ -204,9 +227,7 @@ START_TEST(cpu_readers_need_no_flush)
     convoy_stats_t s;
     convoy_get_stats(w.ctx, &s);
     ck_assert_uint_eq(s.d2h_copies, N); /* each output once */
-    for (int t = 0; t < N; t++)
-        check_out(&w, t, 1);
-    world_close(&w);
+    close_all_home(&w);
 }
 END_TEST
 
@@ -234,9 +255,7 @@ START_TEST(pending_wait_takes_outputs_home)
     convoy_get_stats(w.ctx, &s);
     ck_assert_uint_eq(s.d2h_copies, N);
     ck_assert_uint_eq(s.tasks_failed, 0);
-    for (int t = 0; t < N; t++)
-        check_out(&w, t, 1);
-    world_close(&w);
+    close_all_home(&w);
 }
 END_TEST
 
@@ -325,9 +344,7 @@ START_TEST(failed_pushout_behind_loses_nothing)
     ck_assert_uint_eq(s.tasks_failed, 0);
     if (_i == 1)
         ck_assert_uint_eq(s.retried_copies, N);
-    for (int t = 0; t < N; t++)
-        check_out(&w, t, 1);
-    world_close(&w);
+    close_all_home(&w);
 }
 END_TEST
 
@@ -347,18 +364,11 @@ START_TEST(pushed_behind_leave_write_behind_window)
     uint64_t before = s.write_behind_copies;
     insert_all(&w, NULL, 0);
     /* Completed with no wait pending: a wait would take the outputs home itself. */
-    double limit = 10.0 * tu_slowdown();
-    struct timespec ms = {0, 1000000};
-    for (double t = 0; t < limit && s.tasks_completed < 2 * (N + 1) + N; t += 1e-3) {
-        nanosleep(&ms, NULL);
-        convoy_get_stats(w.ctx, &s);
-    }
-    ck_assert_uint_eq(s.tasks_completed, 2 * (N + 1) + N);
+    await_completed(&w, 2 * (N + 1) + N);
+    convoy_get_stats(w.ctx, &s);
     ck_assert_uint_gt(s.write_behind_copies, before);
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
-    for (int t = 0; t < N; t++)
-        check_out(&w, t, 1);
-    world_close(&w);
+    close_all_home(&w);
 }
 END_TEST
 
