@@ -295,6 +295,52 @@ static void done_flush(convoy__pipe_t *p)
     convoy__done_flush(&p->done);
 }
 
+/* Pop a ring and start it, unless the last pop found nothing and nothing has changed
+ * since. *deadline_p: when a ring being collected closes (UINT64_MAX: none known); seen:
+ * the queue's push count read before the pop. 1 when a ring started. */
+static int pop_and_start(convoy__pipe_t *p, uint64_t seen, uint64_t *deadline_p, uint64_t *t0)
+{
+    /* A pop that found nothing finds nothing again until a push that wakes (the
+     * scheduler says which: one that fills a ring of the size this pop asked for), its
+     * deadline, or a change of this device's load (the room for a ring, the idleness).
+     * Neither the scheduler's lock nor a line the inserting threads write at every push
+     * is taken each pass (before, a thread with moments between rings popped after every
+     * push). */
+    int64_t load = __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED);
+    int skip_pop = p->pop_empty && p->deferred == NULL && seen == p->empty_woken &&
+                   load == p->empty_load && convoy__now_ns() < p->empty_until;
+    if (skip_pop)
+        *deadline_p = p->empty_until;
+    /* Tasks waiting for memory go first, once work in flight or an eviction gives some
+     * back. */
+    int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->outbound != NULL);
+    if (load >= p->max_inflight || memory_wait || skip_pop)
+        return 0;
+    int n = take_tasks(p, deadline_p);
+    p->pop_empty = n == 0;
+    p->empty_woken = seen;
+    p->empty_until = *deadline_p;
+    p->empty_load = load;
+    prof_mark(p, CONVOY__PROF_POP, t0);
+    if (n == 0)
+        return 0;
+    /* Before the start: a task that fails in it may be freed at once. */
+    int user = p->popped[0]->cls->internal == CONVOY__CLS_USER;
+    int drops = p->popped[0]->cls->internal == CONVOY__CLS_DROP;
+    p->prof_rings += user;
+    p->prof_transfer_rings += !user;
+    p->prof_transfers += user ? 0 : (uint64_t)n;
+    convoy__ring_start(p, p->popped, n);
+    /* The device went busy: its completions (a flush's too) may make CPU tasks ready.
+     * After the start, so that the wake-up does not delay it. */
+    if (load == 0 && !drops)
+        convoy__cpu_poller_wake(p->ctx);
+    if (p->ctx->trace != NULL)
+        trace_counters(p);
+    prof_mark(p, CONVOY__PROF_START, t0);
+    return 1;
+}
+
 static void *progress_main(void *arg)
 {
     convoy__pipe_t *p = arg;
@@ -349,44 +395,15 @@ static void *progress_main(void *arg)
         }
         uint64_t deadline = UINT64_MAX;
         uint64_t seen = convoy__queue_pushes(ctx, p->queue);
-        /* A pop that found nothing finds nothing again until a push that wakes (the
-         * scheduler says which: one that fills a ring of the size this pop asked for), its
-         * deadline, or a change of this device's load (the room for a ring, the idleness).
-         * Neither the scheduler's lock nor a line the inserting threads write at every
-         * push is taken each pass (before, a thread with moments between rings popped
-         * after every push). */
-        int64_t load = __atomic_load_n(&p->dev->load, __ATOMIC_RELAXED);
-        int skip_pop = p->pop_empty && p->deferred == NULL && seen == p->empty_woken &&
-                       load == p->empty_load && convoy__now_ns() < p->empty_until;
-        if (skip_pop)
-            deadline = p->empty_until;
-        /* Tasks waiting for memory go first, once work in flight or an eviction gives
-         * some back. */
-        int memory_wait = p->deferred != NULL && (p->nrings > 0 || p->outbound != NULL);
-        if (load < p->max_inflight && !memory_wait && !skip_pop) {
-            int n = take_tasks(p, &deadline);
-            p->pop_empty = n == 0;
-            p->empty_woken = seen;
-            p->empty_until = deadline;
-            p->empty_load = load;
-            prof_mark(p, CONVOY__PROF_POP, &t0);
-            if (n > 0) {
-                /* Before the start: a task that fails in it may be freed at once. */
-                int user = p->popped[0]->cls->internal == CONVOY__CLS_USER;
-                int drops = p->popped[0]->cls->internal == CONVOY__CLS_DROP;
-                p->prof_rings += user;
-                p->prof_transfer_rings += !user;
-                p->prof_transfers += user ? 0 : (uint64_t)n;
-                convoy__ring_start(p, p->popped, n);
-                /* The device went busy: its completions (a flush's too) may make CPU tasks
-                 * ready. After the start, so that the wake-up does not delay it. */
-                if (load == 0 && !drops)
-                    convoy__cpu_poller_wake(ctx);
-                moved = 1;
-                if (ctx->trace != NULL)
-                    trace_counters(p);
-                prof_mark(p, CONVOY__PROF_START, &t0);
-            }
+        if (pop_and_start(p, seen, &deadline, &t0)) {
+            moved = 1;
+            /* A ring that could leave while this one was starting starts before the rings
+             * in flight are completed: on the H200 the GPU is often done with a small ring
+             * by the end of its start, and its completion then held the next ring back
+             * (mixed_latency's second ring, 23-29 of a round's 32 tasks, left 14-40 us
+             * after the first ring's start ended, doc/results.md, 2026-12-04). One more
+             * at most, so that a stream of rings does not hold completions back. */
+            pop_and_start(p, convoy__queue_pushes(ctx, p->queue), &deadline, &t0);
         }
         if (moved) {
             p->idle_since = 0;

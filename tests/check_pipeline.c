@@ -364,6 +364,89 @@ START_TEST(test_progress_profile_line)
 }
 END_TEST
 
+/* ---- the progress thread's order -------------------------------------------------------- */
+
+static convoy_context_t *order_ctx;
+static convoy_class_t *order_second;
+static convoy_data_t *order_second_data;
+static atomic_int order_seq, second_ran_at, first_done_at;
+
+/* The first ring's chore: inserts the second ring's task (a chore may). With
+ * sim_launch_inline it runs on the progress thread, within its ring's start. */
+static int order_first_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    return convoy_task_insert(order_ctx, order_second, NULL, 0, &order_second_data) !=
+           CONVOY_SUCCESS;
+}
+
+static int order_second_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    atomic_store(&second_ran_at, atomic_fetch_add(&order_seq, 1));
+    return 0;
+}
+
+static void order_first_done(void *arg, uint64_t id, convoy_status_t outcome, const char *msg)
+{
+    (void)arg;
+    (void)id;
+    (void)msg;
+    ck_assert_int_eq(outcome, CONVOY_SUCCESS);
+    atomic_store(&first_done_at, atomic_fetch_add(&order_seq, 1));
+}
+
+/* A ring that could leave while another was starting starts before the rings in flight
+ * are completed (device/pipeline.c, progress_main): the first ring's chore inserts the
+ * second ring's task, and the first ring is over by the end of its start (every event
+ * record fails, so each launch waits for its stream), yet the second ring's chore runs
+ * before the first ring's task completes. Before, the pass after a start completed what
+ * was over first: on the H200 a small ring is often over by the end of its start, and
+ * the next ring waited for its completion. */
+START_TEST(test_next_ring_before_completions)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_launch_inline", "1");
+    tu_ps_set(&ps, "batch_max_wait_us", "0");
+    tu_ps_set(&ps, "sim_fail_record", "1");
+    tu_ps_set(&ps, "sim_fail_records", "2000000000");
+    order_ctx = tu_init(ps.kv);
+    atomic_store(&order_seq, 0);
+    atomic_store(&second_ran_at, -1);
+    atomic_store(&first_done_at, -1);
+    convoy_access_t w = CONVOY_WRITE;
+    convoy_class_t *first;
+    ck_assert_int_eq(convoy_class_new(order_ctx, "first", 1, &w, CONVOY_CLASS_BATCHABLE, &first),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(first, CONVOY_DEVICE_SIM, order_first_chore), 0);
+    ck_assert_int_eq(
+        convoy_class_new(order_ctx, "second", 1, &w, CONVOY_CLASS_BATCHABLE, &order_second),
+        CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(order_second, CONVOY_DEVICE_SIM, order_second_chore),
+                     0);
+    void *a = convoy_host_alloc(order_ctx, 4096), *b = convoy_host_alloc(order_ctx, 4096);
+    ck_assert(a != NULL && b != NULL);
+    convoy_data_t *da;
+    ck_assert_int_eq(convoy_data_new(order_ctx, a, 4096, &da), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_data_new(order_ctx, b, 4096, &order_second_data), CONVOY_SUCCESS);
+    convoy_task_opts_t opts = {.done = order_first_done};
+    ck_assert_int_eq(convoy_task_insert_ex(order_ctx, first, NULL, 0, &da, &opts), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_wait(order_ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(atomic_load(&order_seq), 2);
+    ck_assert_msg(atomic_load(&second_ran_at) < atomic_load(&first_done_at),
+                  "the second ring's chore ran at %d, the first ring's task completed at %d",
+                  atomic_load(&second_ran_at), atomic_load(&first_done_at));
+    convoy_data_free(da);
+    convoy_data_free(order_second_data);
+    convoy_host_free(order_ctx, a);
+    convoy_host_free(order_ctx, b);
+    convoy_fini(order_ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -378,6 +461,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_cpu_after_sim, 0, 2);
     tcase_add_loop_test(tc, test_chore_failure_keeps_host, 0, 2);
     tcase_add_loop_test(tc, test_progress_profile_line, 0, 2);
+    tc = tu_tcase(s, "order", 30);
+    tcase_add_loop_test(tc, test_next_ring_before_completions, 0, 2);
     return s;
 }
 
