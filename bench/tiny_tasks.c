@@ -7,6 +7,12 @@
  * --host-memory pinned (convoy_host_alloc, the default) or malloc (pageable memory the
  * program allocates itself, which convoy copies through its pinned bounce: doc/cuda.md).
  *
+ * --runs K times K runs in one process, each on fresh data. With --free-behind, a run's
+ * data are freed only once the next run's are set up, just before its timing starts: the
+ * device copies' frees (convoy_data_free's drops, in the background) then share the
+ * progress thread with the next run, as in a program that frees one phase's data while
+ * the next one runs. Without it they are done while the next run's data are set up.
+ *
  * Last line: tiny_tasks sched=S device=D tasks=N flow_bytes=B inputs=I outputs=O
  * host_memory=pinned|malloc batch_chore=on|off seconds=T insert_seconds=I tasks_per_s=R
  * h2d_submissions=.. h2d_copies=.. d2h_submissions=.. d2h_copies=.. launches=.. verified=yes|no
@@ -148,13 +154,21 @@ static void run_free(convoy_context_t *ctx, run_t *r)
     free(r->buf);
 }
 
-/* One timed run on fresh data: inserted, waited for, verified, its line printed. */
-static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int batch_chore)
+/* One timed run on fresh data: inserted, waited for, verified, its line printed; its data
+ * freed, or left in *behind for the caller to free after the next run's set-up (behind
+ * NULL: freed here). The run in *prev (when set up) is freed just before the timing. */
+static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int batch_chore,
+                     run_t *prev, run_t *behind)
 {
     if (run_setup(ctx, r) != 0) {
         fprintf(stderr, "%s: out of memory for %d tasks of %zu-byte flows\n", prog, r->tasks,
                 r->flow_bytes);
         return 0;
+    }
+    if (prev != NULL && prev->data != NULL) {
+        run_free(ctx, prev);
+        prev->data = NULL;
+        prev->buf = NULL;
     }
     convoy_stats_t s0, s1;
     convoy_get_stats(ctx, &s0);
@@ -184,15 +198,19 @@ static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int b
            (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),
            (unsigned long long)(s1.d2h_copies - s0.d2h_copies),
            (unsigned long long)(s1.launches - s0.launches), faults, ok ? "yes" : "no");
-    run_free(ctx, r);
+    if (behind != NULL)
+        *behind = *r;
+    else
+        run_free(ctx, r);
     return ok;
 }
 
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: %s [--tasks N] [--runs K] [--flow-bytes B] [--inputs I] [--outputs O]\n"
-            "          [--batch-chore on|off] [--host-memory pinned|malloc] [--baselines]\n"
+            "usage: %s [--tasks N] [--runs K] [--free-behind] [--flow-bytes B] [--inputs I]\n"
+            "          [--outputs O] [--batch-chore on|off] [--host-memory pinned|malloc]\n"
+            "          [--baselines]\n"
             "          [--convoy-NAME=VALUE ...]\n",
             prog);
     exit(2);
@@ -202,7 +220,7 @@ int main(int argc, char **argv)
 {
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
     run_t r = {.tasks = 16384, .inputs = 3, .outputs = 1, .flow_bytes = 8192};
-    int batch_chore = 1, baselines = 0, runs = 1;
+    int batch_chore = 1, baselines = 0, runs = 1, free_behind = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--tasks")))
@@ -225,6 +243,8 @@ int main(int argc, char **argv)
             r.pageable = strcmp(v, "malloc") == 0;
         } else if (strcmp(argv[i], "--baselines") == 0)
             baselines = 1;
+        else if (strcmp(argv[i], "--free-behind") == 0)
+            free_behind = 1;
         else
             usage();
     }
@@ -262,8 +282,11 @@ int main(int argc, char **argv)
     }
     run_free(ctx, &warm);
     int ok = 1;
+    run_t behind = {0}; /* --free-behind: the last run, freed after the next one's set-up */
     for (int k = 0; k < runs && ok; k++)
-        ok = timed_run(ctx, cls, &r, batch_chore);
+        ok = timed_run(ctx, cls, &r, batch_chore, &behind, free_behind ? &behind : NULL);
+    if (behind.data != NULL)
+        run_free(ctx, &behind);
     if (baselines) {
 #if CONVOY_HAVE_CUDA
         if (convoy_accel_count(ctx) > 0 && strncmp(convoy_accel_name(ctx, 0), "cuda", 4) == 0) {
