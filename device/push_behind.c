@@ -86,9 +86,9 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
         return;
     int waiting = atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
     /* Which flows go: m->pushed, first marked as candidates. What they needed is asked of
-     * the device only for members with a flow to push: before, every member of every
-     * launch asked for its inputs' events, still pending at its launch, and tiny_tasks'
-     * launches took 8 ms of a 30 ms timed run instead of 1.5 (doc/results.md, 2026-12-04). */
+     * the device only for members with a flow to push: when every member of every launch
+     * asked for its inputs' events, still pending at its launch, tiny_tasks' launches took
+     * 8.2-10.0 ms of a 33-41 ms timed run, 2.4-4.4 since (doc/results.md, 2026-12-04). */
     int n = 0, group_failed = -1; /* -1: not asked yet */
     pending_t pend = {.n = 0};
     for (int i = 0; i < g->nrun; i++) {
