@@ -206,6 +206,10 @@ EXTRA_DIST += tests/reference_params.sh
 TESTS += tests/tools_cli.sh
 EXTRA_DIST += tests/tools_cli.sh
 
+# Every benchmark verifies its results on the sim device at small sizes.
+TESTS += tests/bench_smoke.sh
+EXTRA_DIST += tests/bench_smoke.sh
+
 # Under taskset -c 1, convoy's threads keep to CPU 1.
 TESTS += tests/bind_taskset.sh
 EXTRA_DIST += tests/bind_taskset.sh
