@@ -152,24 +152,23 @@ static void run_free(convoy_context_t *ctx, run_t *r)
     }
     free(r->data);
     free(r->buf);
+    r->data = NULL;
+    r->buf = NULL;
 }
 
-/* One timed run on fresh data: inserted, waited for, verified, its line printed; its data
- * freed, or left in *behind for the caller to free after the next run's set-up (behind
- * NULL: freed here). The run in *prev (when set up) is freed just before the timing. */
+/* One timed run on fresh data: inserted, waited for, verified, its line printed, its data
+ * freed. With behind (--free-behind), the run *behind holds (when set) is freed once this
+ * one is set up, just before the timing, and this one is left there in its place. */
 static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int batch_chore,
-                     run_t *prev, run_t *behind)
+                     run_t *behind)
 {
     if (run_setup(ctx, r) != 0) {
         fprintf(stderr, "%s: out of memory for %d tasks of %zu-byte flows\n", prog, r->tasks,
                 r->flow_bytes);
         return 0;
     }
-    if (prev != NULL && prev->data != NULL) {
-        run_free(ctx, prev);
-        prev->data = NULL;
-        prev->buf = NULL;
-    }
+    if (behind != NULL && behind->data != NULL)
+        run_free(ctx, behind);
     convoy_stats_t s0, s1;
     convoy_get_stats(ctx, &s0);
     long faults0 = bench_page_faults();
@@ -284,7 +283,7 @@ int main(int argc, char **argv)
     int ok = 1;
     run_t behind = {0}; /* --free-behind: the last run, freed after the next one's set-up */
     for (int k = 0; k < runs && ok; k++)
-        ok = timed_run(ctx, cls, &r, batch_chore, &behind, free_behind ? &behind : NULL);
+        ok = timed_run(ctx, cls, &r, batch_chore, free_behind ? &behind : NULL);
     if (behind.data != NULL)
         run_free(ctx, &behind);
     if (baselines) {

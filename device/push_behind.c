@@ -107,8 +107,7 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
             m->pushed = 0;
             continue;
         }
-        for (int f = 0; f < m->ncopies; f++)
-            n += (m->pushed >> f) & 1;
+        n += __builtin_popcount(m->pushed);
     }
     if (n == 0)
         return;

@@ -170,18 +170,24 @@ static void await_looks(void)
     ck_assert_int_eq(atomic_load(&looked_bad), 0);
 }
 
-/* Wait (10 s at most, times the build's slowdown) until n tasks have completed, with no
- * convoy_wait pending; asserts they have. */
-static void await_completed(const world_t *w, uint64_t n)
+/* Read the stats into *s until *field reaches at least n (10 s at most, times the build's
+ * slowdown), with no convoy_wait pending; field points into *s. */
+static void await_stat(const world_t *w, convoy_stats_t *s, const uint64_t *field, uint64_t n)
 {
     double limit = 10.0 * tu_slowdown();
     struct timespec ms = {0, 1000000};
-    convoy_stats_t s;
-    convoy_get_stats(w->ctx, &s);
-    for (double t = 0; t < limit && s.tasks_completed < n; t += 1e-3) {
+    convoy_get_stats(w->ctx, s);
+    for (double t = 0; t < limit && *field < n; t += 1e-3) {
         nanosleep(&ms, NULL);
-        convoy_get_stats(w->ctx, &s);
+        convoy_get_stats(w->ctx, s);
     }
+}
+
+/* Wait until n tasks have completed; asserts they have. */
+static void await_completed(const world_t *w, uint64_t n)
+{
+    convoy_stats_t s;
+    await_stat(w, &s, &s.tasks_completed, n);
     ck_assert_uint_eq(s.tasks_completed, n);
 }
 
@@ -367,13 +373,7 @@ START_TEST(pushed_behind_leave_write_behind_window)
      * write-behind is submitted in the progress thread's pass after the completions (a
      * ring started meanwhile can come between), so it is waited for, not read at once. */
     await_completed(&w, 2 * (N + 1) + N);
-    double limit = 10.0 * tu_slowdown();
-    struct timespec ms = {0, 1000000};
-    convoy_get_stats(w.ctx, &s);
-    for (double t = 0; t < limit && s.write_behind_copies <= before; t += 1e-3) {
-        nanosleep(&ms, NULL);
-        convoy_get_stats(w.ctx, &s);
-    }
+    await_stat(&w, &s, &s.write_behind_copies, before + 1);
     ck_assert_uint_gt(s.write_behind_copies, before);
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
     close_all_home(&w);
