@@ -21,14 +21,14 @@
 #include "device/device.h"
 #include "sched/sched.h"
 #include "src/param.h"
+#include "src/pool.h"
 #include "src/trace.h"
 #include "src/util.h"
 
 #define CONVOY__MAX_ACCEL 16
 #define CONVOY__TASK_INLINE_ARGS 32 /* argument bytes stored inside the task */
 #define CONVOY__TASK_INLINE_SUCC 3  /* successors stored inside the task */
-#define CONVOY__LINE 64      /* a cache line: counters written by different threads go apart */
-#define CONVOY__WAIT_GENS 64 /* generations of the program's tasks in flight at once */
+#define CONVOY__WAIT_GENS 64        /* generations of the program's tasks in flight at once */
 
 /* What an internal class does (0: a class of the program's). Internal tasks carry the
  * transfers and waits that coherence needs through the same queues and rings as the
@@ -157,6 +157,7 @@ struct convoy__task {
     void *done_arg;
     uint64_t fail_epoch;  /* ctx->fail_epoch when it failed or was cancelled */
     convoy__task_t *next; /* queue link, owned by the queue's holder */
+    convoy__pool_t *pool; /* where the record goes back (ctx->task_pools) */
     int nsucc, succ_cap;
     convoy__task_t **succ; /* succ_inline or a heap array */
     convoy__task_t *succ_inline[CONVOY__TASK_INLINE_SUCC];
@@ -170,6 +171,13 @@ struct convoy__task {
     /* Followed by: convoy_data_t *data[nflows]; void *ptr[nflows]; size_t bytes[nflows]. */
     convoy_data_t *data[];
 };
+
+/* Bytes of a task record of n flows: the task, then data[n], ptr[n] and bytes[n]. */
+#define CONVOY__TASK_SIZE(n)                                                                       \
+    (sizeof(struct convoy__task) +                                                                 \
+     (size_t)(n) * (sizeof(convoy_data_t *) + sizeof(void *) + sizeof(size_t)))
+/* Task records come from pools by whole lines (src/pool.h): one pool per line count. */
+#define CONVOY__TASK_POOLS ((CONVOY__TASK_SIZE(CONVOY_MAX_FLOWS) + CONVOY__LINE - 1) / CONVOY__LINE)
 
 static inline void **convoy__task_ptrs(convoy__task_t *t)
 {
@@ -281,6 +289,11 @@ struct convoy_context {
     convoy_class_t **classes;
     int nclasses, classes_cap;
     struct convoy__hostmem *hostmem; /* plain allocations tracked for fini */
+
+    /* Data handles and task records (src/pool.h); task_pools[k] holds the records of
+     * k + 1 lines. */
+    convoy__pool_t data_pool;
+    convoy__pool_t task_pools[CONVOY__TASK_POOLS];
 
     _Atomic int64_t next_ring_id;
     convoy__stats_atomic_t stats;

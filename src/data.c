@@ -125,9 +125,10 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
                              "convoy_data_new: %zu bytes at %p run past the end of the address "
                              "space",
                              bytes, host_ptr);
-    convoy_data_t *d = convoy__calloc(ctx, 1, sizeof(*d), "a data handle");
+    convoy_data_t *d = convoy__pool_get(&ctx->data_pool);
     if (d == NULL)
-        return CONVOY_ERR_NOMEM;
+        return convoy__error(ctx, CONVOY_ERR_NOMEM, "out of host memory for a data handle");
+    memset(d, 0, sizeof(*d));
     d->ctx = ctx;
     d->host = host_ptr;
     d->bytes = bytes;
@@ -136,7 +137,7 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
     d->readers_cap = CONVOY__DATA_INLINE_READERS;
     atomic_init(&d->refs, 1);
     if (!handle_enter(d)) {
-        free(d);
+        convoy__pool_put(&ctx->data_pool, d);
         return convoy__error(ctx, CONVOY_ERR_NOMEM, "convoy_data_new: out of host memory");
     }
     pthread_mutex_lock(&ctx->data_lock);
@@ -144,7 +145,7 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
     if (st != CONVOY_SUCCESS) {
         pthread_mutex_unlock(&ctx->data_lock);
         handle_leave(d);
-        free(d);
+        convoy__pool_put(&ctx->data_pool, d);
         return st;
     }
     d->id = ctx->next_data_id++;
@@ -516,5 +517,5 @@ void convoy_data_free(convoy_data_t *data)
 void convoy__data_unref(convoy_data_t *data)
 {
     if (atomic_fetch_sub(&data->refs, 1) == 1)
-        free(data);
+        convoy__pool_put(&data->ctx->data_pool, data);
 }

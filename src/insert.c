@@ -261,13 +261,14 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
                                   size_t args_size, convoy_data_t *const *flows)
 {
     int n = cls->nflows;
-    convoy__task_t *t = malloc(
-        sizeof(*t) + (size_t)n * (sizeof(convoy_data_t *) + sizeof(void *) + sizeof(size_t)));
+    convoy__pool_t *pool = &ctx->task_pools[(CONVOY__TASK_SIZE(n) - 1) / CONVOY__LINE];
+    convoy__task_t *t = convoy__pool_get(pool);
     if (t == NULL) {
         convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a task of class %s", cls->name);
         return NULL;
     }
     memset(t, 0, sizeof(*t));
+    t->pool = pool;
     t->cls = cls;
     atomic_init(&t->pending, 1);
     atomic_init(&t->refs, 1);
@@ -280,7 +281,7 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
     if (args_size > CONVOY__TASK_INLINE_ARGS) {
         t->args = malloc(args_size);
         if (t->args == NULL) {
-            free(t);
+            convoy__task_unref(t); /* its only reference: back to its pool */
             convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for %zu argument bytes of class %s",
                           args_size, cls->name);
             return NULL;

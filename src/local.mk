@@ -2,6 +2,7 @@
 
 libconvoy_internal_la_SOURCES += \
 	src/util.c \
+	src/pool.c \
 	src/log_repeat.c \
 	src/param.c \
 	src/param_core.c \
@@ -23,6 +24,7 @@ libconvoy_internal_la_SOURCES += \
 
 noinst_HEADERS += \
 	src/util.h \
+	src/pool.h \
 	src/param.h \
 	src/context.h \
 	src/core.h \

@@ -38,7 +38,7 @@ void convoy__task_unref(convoy__task_t *t)
     if (t->args != t->inline_args)
         free(t->args);
     free(t->fetch_msg);
-    free(t);
+    convoy__pool_put(t->pool, t);
 }
 
 void convoy__task_release(convoy_context_t *ctx, convoy__task_t *t)

@@ -13,6 +13,8 @@
 
 #include "convoy.h"
 
+#define CONVOY__LINE 64 /* a cache line: what different threads write goes apart */
+
 #if defined(__GNUC__)
 #define CONVOY__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define CONVOY__LIKELY(x) __builtin_expect(!!(x), 1)

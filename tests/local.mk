@@ -26,6 +26,7 @@ convoy_check_suites = \
 	tests/check_workers \
 	tests/check_done_batch \
 	tests/check_devcache \
+	tests/check_pool \
 	tests/check_lanes \
 	tests/check_write_behind \
 	tests/check_push_behind \
@@ -142,6 +143,9 @@ tests_check_done_batch_SOURCES = tests/check_done_batch.c $(convoy_check_util)
 tests_check_done_batch_CFLAGS = $(convoy_check_cflags)
 tests_check_done_batch_LDADD = $(convoy_check_ldadd)
 
+tests_check_pool_SOURCES = tests/check_pool.c $(convoy_check_util)
+tests_check_pool_CFLAGS = $(convoy_check_cflags)
+tests_check_pool_LDADD = $(convoy_check_ldadd)
 tests_check_devcache_SOURCES = tests/check_devcache.c $(convoy_check_util)
 tests_check_devcache_CFLAGS = $(convoy_check_cflags)
 tests_check_devcache_LDADD = $(convoy_check_ldadd)

@@ -1,0 +1,72 @@
+/*
+ * Pools of fixed-size records that one thread makes and another frees: task records and
+ * data handles. Internal.
+ *
+ * Why. The program's thread makes these records and an accelerator's progress thread
+ * often frees them (a drop, a task's last reference). Through malloc, each such free
+ * takes the lock of the allocating thread's arena while that thread allocates, and the
+ * records land at any 16-byte offset, so the few bytes a progress thread reads of a
+ * handle span two cache lines, one of them shared with its neighbour's dependency state,
+ * which insertions write. On the H200, preloading an allocator that puts these sizes on
+ * whole lines and keeps frees per thread ran tiny_tasks 30% faster (doc/results.md,
+ * 2026-12-04, "Frees across threads"); these pools do both for the records that matter.
+ *
+ * How. Each record sits on whole cache lines (its size rounded up to CONVOY__LINE, and
+ * line-aligned). Any thread gives a record back by pushing it onto a lock-free list;
+ * takers, under the pool's lock, take that whole list at once when their own runs out,
+ * and carve new records from chunks that grow by doubling. Memory goes back to the
+ * system only when the pool is destroyed (convoy_fini): a pool holds its peak.
+ *
+ * Builds with AddressSanitizer bypass the pool (each record is its own allocation), so
+ * that a use after free or a leak of a record is still caught.
+ */
+#ifndef CONVOY_POOL_H
+#define CONVOY_POOL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "src/util.h"
+
+/* 1 in builds with AddressSanitizer: each record is its own allocation (see above). */
+#if defined(__SANITIZE_ADDRESS__)
+#define CONVOY__POOL_BYPASS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONVOY__POOL_BYPASS 1
+#endif
+#endif
+#ifndef CONVOY__POOL_BYPASS
+#define CONVOY__POOL_BYPASS 0
+#endif
+
+typedef struct convoy__pool_link {
+    struct convoy__pool_link *next;
+} convoy__pool_link_t;
+
+typedef struct convoy__pool {
+    size_t size;               /* bytes of a record: a multiple of CONVOY__LINE */
+    pthread_mutex_t lock;      /* the taking side: free, carve, carve_end, chunks, next_objs */
+    convoy__pool_link_t *free; /* records given back, taken one by one */
+    char *carve, *carve_end;   /* the newest chunk's part not handed out yet */
+    void *chunks;              /* every chunk, linked through its first line */
+    size_t next_objs;          /* records in the next chunk */
+    size_t carved;             /* records carved in all (for tests) */
+    /* Given back by any thread; on a line of its own, away from the takers' fields. */
+    _Alignas(CONVOY__LINE) _Atomic(convoy__pool_link_t *) returned;
+} convoy__pool_t;
+
+/* An empty pool of records of size bytes (rounded up to whole lines). */
+void convoy__pool_init(convoy__pool_t *p, size_t size);
+
+/* Free every chunk: every record must have been given back or be unused from here on. */
+void convoy__pool_destroy(convoy__pool_t *p);
+
+/* A record of the pool's size, line-aligned, uninitialised; NULL without memory. */
+void *convoy__pool_get(convoy__pool_t *p);
+
+/* Give r (from convoy__pool_get of p) back; any thread, no lock. NULL is ignored. */
+void convoy__pool_put(convoy__pool_t *p, void *r);
+
+#endif
