@@ -118,6 +118,7 @@ static void *helper_main(void *arg)
 {
     convoy__gang_t *g = arg;
     convoy__thread_mark("a bounce memcpy helper");
+    convoy__thread_name("memcpy");
     const convoy__span_t *spans;
     int n;
     for (uint64_t gen = 0; (gen = next_job(g, gen, &spans, &n)) != 0;)

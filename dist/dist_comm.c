@@ -396,6 +396,7 @@ static void *comm_main(void *p)
 {
     convoy__dist_t *dist = p;
     convoy__thread_mark("convoy's communication thread");
+    convoy__thread_name("comm");
     comm_state_t cs = {0};
     int idle = 0;
     while (!atomic_load(&dist->stop) || cs.sending.n > 0) {

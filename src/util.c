@@ -31,6 +31,17 @@ const char *convoy__thread_role(void)
     return tls_role;
 }
 
+void convoy__thread_name(const char *what)
+{
+#if defined(__GLIBC__)
+    char name[16]; /* Linux's limit, with the terminating zero */
+    snprintf(name, sizeof(name), "convoy-%s", what);
+    pthread_setname_np(pthread_self(), name);
+#else
+    (void)what;
+#endif
+}
+
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 const char *convoy_status_name(convoy_status_t status)

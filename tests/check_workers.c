@@ -5,17 +5,20 @@
  * worker asleep (bursts of every size, with and without polling, from the program's
  * thread, from a completion on a worker, from a chore); and a task a chore inserts runs
  * on another worker while the chore still runs; an accelerator that goes busy wakes one
- * worker to poll (spin_busy_us); a stopped queue's sleeps end. Each waits for its tasks to
+ * worker to poll (spin_busy_us); a stopped queue's sleeps end; convoy's threads are
+ * named for what they are. Each waits for its tasks to
  * have run before any convoy_wait: a wait wakes the workers itself (its expedite), which
  * would hide a lost wake-up.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "device/pipeline.h"
@@ -423,6 +426,51 @@ START_TEST(sleep_after_stop_returns)
 }
 END_TEST
 
+/* How many threads of this process have this name (/proc/self/task/N/comm). */
+static int threads_named(const char *name)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (dir == NULL)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        if (fgets(comm, sizeof(comm), f) != NULL)
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        n += strcmp(comm, name) == 0;
+    }
+    closedir(dir);
+    return n;
+}
+
+/* convoy's threads carry names that say what they are, as top -H and perf show them:
+ * each CPU worker, the sim device's progress thread and its stream threads. */
+START_TEST(threads_are_named)
+{
+#if defined(__GLIBC__) && defined(__linux__)
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    if (threads_named("tiny name") < 0)
+        return; /* no /proc */
+    /* Each names itself as it starts, maybe after convoy_init has returned. */
+    const char *names[] = {"convoy-cpu0", "convoy-cpu1", "convoy-sim0", "convoy-sim0.s0"};
+    for (int i = 0; i < 4; i++) {
+        for (int tries = 0; tries < 5000 && threads_named(names[i]) < 1; tries++)
+            sleep_us(1000);
+        ck_assert_msg(threads_named(names[i]) == 1, "%d threads named %s", threads_named(names[i]),
+                      names[i]);
+    }
+    convoy_fini(ctx);
+#endif
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("workers");
@@ -438,6 +486,7 @@ static Suite *suite(void)
     tcase_add_test(tc, accel_going_busy_wakes_none_without_busy_polling);
     tcase_add_test(tc, poller_stays_through_idle_moment);
     tcase_add_test(tc, sleep_after_stop_returns);
+    tcase_add_test(tc, threads_are_named);
     return s;
 }
 
