@@ -149,7 +149,6 @@ struct convoy__task {
     int64_t ring_id;      /* the ring it travelled in, -1 before */
     uint64_t gen;         /* ctx->gen at insertion (its parent's when a chore inserted it) */
     int fail_code;        /* set by convoy_task_fail during its chore (0: not called) */
-    uint8_t sched_mark;   /* the scheduler's, set in its push (batch: a flow it splits out) */
     uint8_t aliased;      /* two of its flows name one datum (set at creation) */
     uint16_t home_flows;  /* flows whose written version its device also brought home (a
                              pushout behind its launch): committed home as well */

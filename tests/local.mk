@@ -17,6 +17,7 @@ convoy_check_suites = \
 	tests/check_pipeline_faults \
 	tests/check_coherence \
 	tests/check_batch \
+	tests/check_batch_queue \
 	tests/check_bounce \
 	tests/check_plan \
 	tests/check_gpumem \
@@ -143,6 +144,9 @@ tests_check_done_batch_SOURCES = tests/check_done_batch.c $(convoy_check_util)
 tests_check_done_batch_CFLAGS = $(convoy_check_cflags)
 tests_check_done_batch_LDADD = $(convoy_check_ldadd)
 
+tests_check_batch_queue_SOURCES = tests/check_batch_queue.c $(convoy_check_util)
+tests_check_batch_queue_CFLAGS = $(convoy_check_cflags)
+tests_check_batch_queue_LDADD = $(convoy_check_ldadd)
 tests_check_pool_SOURCES = tests/check_pool.c $(convoy_check_util)
 tests_check_pool_CFLAGS = $(convoy_check_cflags)
 tests_check_pool_LDADD = $(convoy_check_ldadd)

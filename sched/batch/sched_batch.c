@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "sched/batch/batch.h"
@@ -71,11 +72,45 @@ const convoy__param_def_t convoy__batch_params[] = {
     {0},
 };
 
+/* A class's queued tasks, oldest first: a circular array of their addresses, each with
+ * bit 0 set when the task has a flow past batch_split_bytes (task records are
+ * line-aligned, src/pool.h). An array, not a list through the tasks: a pop copies a
+ * ring's addresses from consecutive lines, where walking a list took a cache miss per
+ * task, on lines the inserting thread had just written, under the queue's lock (perf on
+ * the H200: batch_pop was the progress thread's busiest function, 2026-12-04). */
 typedef struct class_list {
-    convoy__task_t *head, *tail;
-    int count;
+    uintptr_t *slot; /* cap entries, a power of two; the oldest at first */
+    int cap, first, count;
     int large; /* tasks with a flow past batch_split_bytes among them */
 } class_list_t;
+
+static convoy__task_t *slot_task(uintptr_t v)
+{
+    return (convoy__task_t *)(v & ~(uintptr_t)1);
+}
+
+static convoy__task_t *list_head(const class_list_t *cl)
+{
+    return slot_task(cl->slot[cl->first]);
+}
+
+/* Room in cl for one more task; 0 without memory. */
+static int list_room(class_list_t *cl)
+{
+    if (cl->count < cl->cap)
+        return 1;
+    int cap = cl->cap > 0 ? 2 * cl->cap : 64;
+    uintptr_t *slot = malloc((size_t)cap * sizeof(*slot));
+    if (slot == NULL)
+        return 0;
+    for (int i = 0; i < cl->count; i++)
+        slot[i] = cl->slot[(cl->first + i) & (cl->cap - 1)];
+    free(cl->slot);
+    cl->slot = slot;
+    cl->cap = cap;
+    cl->first = 0;
+    return 1;
+}
 
 typedef struct batch_queue {
     pthread_mutex_t lock;
@@ -124,6 +159,8 @@ static void batch_fini(void *state)
     batch_state_t *s = state;
     for (int i = 0; i < s->nqueues; i++) {
         pthread_mutex_destroy(&s->q[i].lock);
+        for (int k = 0; k < s->q[i].nlists; k++)
+            free(s->q[i].lists[k].slot);
         free(s->q[i].lists);
     }
     free(s);
@@ -190,12 +227,17 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
         q->nlists = n;
     }
     class_list_t *cl = &q->lists[id];
-    append(&cl->head, &cl->tail, task);
-    int count = ++cl->count;
+    if (!list_room(cl)) {
+        append(&q->single_head, &q->single_tail, task); /* runs alone, as above */
+        pthread_mutex_unlock(&q->lock);
+        return 1;
+    }
     /* Marked here, where the inserting thread has the data in its cache: in pop each
      * datum would be a cache miss on the progress thread, under the queue's lock. */
-    task->sched_mark = (uint8_t)(queue != 0 && is_large(s, task));
-    cl->large += task->sched_mark;
+    int large = queue != 0 && is_large(s, task);
+    cl->slot[(cl->first + cl->count) & (cl->cap - 1)] = (uintptr_t)task | (uintptr_t)large;
+    int count = ++cl->count;
+    cl->large += large;
     /* Decided under the lock: q->fill is the pop's to write. */
     int wake = queue == 0 || count == 1 || count == q->fill || count % s->wake_at == 0;
     pthread_mutex_unlock(&q->lock);
@@ -210,13 +252,14 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
  * waits for them. An open wait closes every ring. */
 static uint64_t closes_at(batch_state_t *s, int queue, const class_list_t *cl, int idle)
 {
-    int internal = cl->head->cls->internal;
+    const convoy__task_t *head = list_head(cl);
+    int internal = head->cls->internal;
     int drop = internal == CONVOY__CLS_DROP;
     if (queue == 0 || (internal != CONVOY__CLS_USER && !drop) ||
         (idle && s->lim.idle_close && cl->large == 0 && !drop) ||
         atomic_load_explicit(&s->expedited, memory_order_acquire) > 0)
         return 0;
-    return cl->head->t_ready_ns + (drop ? s->lim.drop_wait_ns : s->lim.max_wait_ns);
+    return head->t_ready_ns + (drop ? s->lim.drop_wait_ns : s->lim.max_wait_ns);
 }
 
 static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uint64_t now_ns,
@@ -234,32 +277,30 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
     class_list_t *pick = NULL;
     for (int i = 0; i < q->nlists; i++) {
         class_list_t *cl = &q->lists[i];
-        if (cl->head == NULL)
+        if (cl->count == 0)
             continue;
         uint64_t closes = closes_at(s, queue, cl, idle);
         if (cl->count >= limit || now_ns >= closes) {
-            if (pick == NULL || cl->head->t_ready_ns < pick->head->t_ready_ns)
+            if (pick == NULL || list_head(cl)->t_ready_ns < list_head(pick)->t_ready_ns)
                 pick = cl;
         } else if (closes < deadline) {
             deadline = closes;
         }
     }
     convoy__task_t *single = q->single_head;
-    if (single != NULL && (pick == NULL || single->t_ready_ns <= pick->head->t_ready_ns)) {
+    if (single != NULL && (pick == NULL || single->t_ready_ns <= list_head(pick)->t_ready_ns)) {
         q->single_head = single->next;
         if (q->single_head == NULL)
             q->single_tail = NULL;
         ring[n++] = single;
     } else if (pick != NULL) {
-        while (n < limit && pick->head != NULL) {
-            convoy__task_t *t = pick->head;
-            pick->head = t->next;
-            ring[n++] = t;
-            pick->large -= t->sched_mark;
+        while (n < limit && pick->count > 0) {
+            uintptr_t v = pick->slot[pick->first];
+            pick->first = (pick->first + 1) & (pick->cap - 1);
+            pick->count--;
+            pick->large -= (int)(v & 1);
+            ring[n++] = slot_task(v);
         }
-        if (pick->head == NULL)
-            pick->tail = NULL;
-        pick->count -= n;
     }
     q->depth -= n;
     pthread_mutex_unlock(&q->lock);
