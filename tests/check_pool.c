@@ -84,6 +84,9 @@ static void *giver_main(void *arg)
 {
     giver_t *g = arg;
     for (;;) {
+        /* Read before the scan: every record was handed over before stop was set, so a
+         * scan after stop was seen finds every one left. */
+        int stopping = atomic_load(&g->stop);
         int any = 0;
         for (int i = 0; i < SLOTS; i++) {
             uint64_t *r = atomic_exchange(&g->slot[i], NULL);
@@ -95,7 +98,7 @@ static void *giver_main(void *arg)
             r[1] = 0;
             convoy__pool_put(g->pool, r);
         }
-        if (!any && atomic_load(&g->stop))
+        if (!any && stopping)
             return NULL;
     }
 }
