@@ -75,7 +75,7 @@ static void context_destroy(convoy_context_t *ctx)
     pthread_cond_destroy(&ctx->done_cond);
     pthread_mutex_destroy(&ctx->error_lock);
     pthread_mutex_destroy(&ctx->data_lock);
-    /* Last: every task record and data handle has gone back by now. */
+    /* Last: every task record and data handle has gone back by now (a leak is logged). */
     convoy__pool_destroy(&ctx->data_pool);
     for (size_t k = 0; k < CONVOY__TASK_POOLS; k++)
         convoy__pool_destroy(&ctx->task_pools[k]);
@@ -124,9 +124,10 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     pthread_cond_init(&ctx->done_cond, NULL);
     pthread_mutex_init(&ctx->error_lock, NULL);
     pthread_mutex_init(&ctx->data_lock, NULL);
-    convoy__pool_init(&ctx->data_pool, sizeof(convoy_data_t));
+    /* Data handles reused late: a stale free of one is then refused (src/pool.h). */
+    convoy__pool_init(&ctx->data_pool, sizeof(convoy_data_t), "data handles", 1);
     for (size_t k = 0; k < CONVOY__TASK_POOLS; k++)
-        convoy__pool_init(&ctx->task_pools[k], (k + 1) * CONVOY__LINE);
+        convoy__pool_init(&ctx->task_pools[k], (k + 1) * CONVOY__LINE, "task records", 0);
     snprintf(ctx->error, sizeof(ctx->error), "no error");
 
     convoy_status_t st = convoy__params_load(&ctx->params, argc, argv);

@@ -60,7 +60,8 @@ static convoy_status_t enter_range(convoy_context_t *ctx, convoy_data_t *d)
 }
 
 /* The live handles of the process, by address, so that a handle freed already (twice,
- * or by convoy_fini) is refused before it is read: a freed handle's memory is gone.
+ * or by convoy_fini) is refused before it is read: a freed handle's memory is gone (back
+ * to the context's pool, reused only late, src/pool.h; or freed by convoy_fini).
  * One tsearch tree under its own lock; a handle leaves it when its free starts. */
 static void *live_handles;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;

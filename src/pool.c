@@ -11,11 +11,13 @@
 #define FIRST_OBJS 16u /* records in a pool's first chunk; each next one doubles ... */
 #define MAX_OBJS 1024u /* ... up to this: 320 KiB of data handles */
 
-void convoy__pool_init(convoy__pool_t *p, size_t size)
+void convoy__pool_init(convoy__pool_t *p, size_t size, const char *what, int late_reuse)
 {
     p->size = (size + CONVOY__LINE - 1) / CONVOY__LINE * CONVOY__LINE;
+    p->what = what;
+    p->late_reuse = late_reuse;
     pthread_mutex_init(&p->lock, NULL);
-    p->free = NULL;
+    p->free = p->free_tail = NULL;
     p->carve = p->carve_end = NULL;
     p->chunks = NULL;
     p->next_objs = FIRST_OBJS;
@@ -23,19 +25,37 @@ void convoy__pool_init(convoy__pool_t *p, size_t size)
     atomic_init(&p->returned, NULL);
 }
 
-void convoy__pool_destroy(convoy__pool_t *p)
+static size_t list_length(const convoy__pool_link_t *l)
+{
+    size_t n = 0;
+    for (; l != NULL; l = l->next)
+        n++;
+    return n;
+}
+
+size_t convoy__pool_destroy(convoy__pool_t *p)
 {
     if (p == NULL || p->size == 0)
-        return;
-    for (void *c = p->chunks, *next; c != NULL; c = next) {
-        next = *(void **)c;
-        free(c);
+        return 0;
+    size_t back = list_length(p->free) +
+                  list_length(atomic_load_explicit(&p->returned, memory_order_acquire));
+    size_t lost = p->carved - back;
+    if (lost > 0) {
+        convoy__log_error("convoy_fini: %zu %s (%zu bytes each) were never given back: a leak "
+                          "in convoy; their memory stays allocated",
+                          lost, p->what, p->size);
+    } else {
+        for (void *c = p->chunks, *next; c != NULL; c = next) {
+            next = *(void **)c;
+            free(c);
+        }
     }
     p->chunks = NULL;
-    p->free = NULL;
+    p->free = p->free_tail = NULL;
     atomic_store(&p->returned, NULL);
     pthread_mutex_destroy(&p->lock);
     p->size = 0;
+    return lost;
 }
 
 /* A new chunk to carve from, under the lock; 0 without memory. Its first line links it. */
@@ -54,21 +74,58 @@ static int grow(convoy__pool_t *p)
     return 1;
 }
 
+static void *carve(convoy__pool_t *p)
+{
+    void *r = p->carve;
+    p->carve += p->size;
+    p->carved++;
+    return r;
+}
+
+/* Under the lock: the records given back since the last take join the free list. In
+ * late reuse they are turned round to join its tail, oldest first (the lock-free list
+ * holds the newest first); otherwise the free list is empty and they become it. */
+static void take_returned(convoy__pool_t *p)
+{
+    convoy__pool_link_t *r = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
+    if (!p->late_reuse) {
+        p->free = r;
+        return;
+    }
+    convoy__pool_link_t *oldest = NULL, *newest = r;
+    while (r != NULL) {
+        convoy__pool_link_t *next = r->next;
+        r->next = oldest;
+        oldest = r;
+        r = next;
+    }
+    if (oldest == NULL)
+        return;
+    if (p->free_tail != NULL)
+        p->free_tail->next = oldest;
+    else
+        p->free = oldest;
+    p->free_tail = newest;
+}
+
 void *convoy__pool_get(convoy__pool_t *p)
 {
     if (CONVOY__POOL_BYPASS)
         return aligned_alloc(CONVOY__LINE, p->size);
     pthread_mutex_lock(&p->lock);
-    convoy__pool_link_t *r = p->free;
-    if (r == NULL)
-        r = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
-    if (r != NULL) {
-        p->free = r->next;
-    } else if (p->carve != p->carve_end || grow(p)) {
-        r = (convoy__pool_link_t *)p->carve;
-        p->carve += p->size;
-        p->carved++;
+    void *r = NULL;
+    if (p->late_reuse && p->carve != p->carve_end)
+        r = carve(p);
+    if (r == NULL && p->free == NULL)
+        take_returned(p);
+    if (r == NULL && p->free != NULL) {
+        r = p->free;
+        p->free = p->free->next;
+        if (p->free == NULL)
+            p->free_tail = NULL;
     }
+    if (r == NULL && (p->carve != p->carve_end || grow(p)))
+        r = carve(p);
     pthread_mutex_unlock(&p->lock);
     return r;
 }

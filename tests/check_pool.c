@@ -5,7 +5,9 @@
  * by other threads while one takes are handed out again, never to two holders at once.
  * In a context: tasks and data handles, freed on the program's thread and on the sim
  * device's progress thread (drops), come back from their pools round after round, so the
- * pools hold about one round's peak, not every round's records. In builds with
+ * pools hold about one round's peak, not every round's records. Late reuse (data handles)
+ * carves first and then hands back the oldest record first; a record never given back is
+ * counted when the pool is destroyed. In builds with
  * AddressSanitizer the pools hand each record out on its own (CONVOY__POOL_BYPASS), and
  * only what does not depend on reuse is checked.
  */
@@ -25,7 +27,7 @@
 START_TEST(records_are_whole_lines)
 {
     convoy__pool_t p;
-    convoy__pool_init(&p, 100);
+    convoy__pool_init(&p, 100, "test records", 0);
     ck_assert_uint_eq(p.size, 2 * CONVOY__LINE);
     enum { N = 100 };
     char *r[N];
@@ -53,7 +55,7 @@ START_TEST(given_back_records_come_back)
     if (CONVOY__POOL_BYPASS)
         return;
     convoy__pool_t p;
-    convoy__pool_init(&p, 64);
+    convoy__pool_init(&p, 64, "test records", 0);
     void *a = convoy__pool_get(&p);
     convoy__pool_put(&p, a);
     ck_assert_ptr_eq(convoy__pool_get(&p), a);
@@ -73,6 +75,7 @@ END_TEST
 /* One thread takes records and hands each to one of the givers, which gives it back:
  * a record handed out is never held twice, and the pool stays within what was out. */
 enum { GIVERS = 3, SLOTS = 64 };
+#define HELD 0x48454c4448454c44ull /* a held record's mark: not what fresh memory holds */
 
 typedef struct giver {
     convoy__pool_t *pool;
@@ -93,7 +96,7 @@ static void *giver_main(void *arg)
             if (r == NULL)
                 continue;
             any = 1;
-            REQUIRE(r[1] == 1, "a record was given back while not held (mark %llu)",
+            REQUIRE(r[1] == HELD, "a record was given back while not held (mark %llx)",
                     (unsigned long long)r[1]);
             r[1] = 0;
             convoy__pool_put(g->pool, r);
@@ -105,8 +108,9 @@ static void *giver_main(void *arg)
 
 START_TEST(records_given_back_by_other_threads)
 {
+    int late = _i; /* the loop test's index: each reuse order */
     convoy__pool_t p;
-    convoy__pool_init(&p, 2 * sizeof(uint64_t));
+    convoy__pool_init(&p, 2 * sizeof(uint64_t), "test records", late);
     giver_t g[GIVERS];
     pthread_t th[GIVERS];
     for (int k = 0; k < GIVERS; k++) {
@@ -121,8 +125,8 @@ START_TEST(records_given_back_by_other_threads)
         uint64_t *r = convoy__pool_get(&p);
         REQUIRE(r != NULL, "no record at %d", i);
         /* Word 1 marks a held record (word 0 is the pool's link while given back). */
-        REQUIRE(CONVOY__POOL_BYPASS || r[1] != 1, "record %p handed out twice", (void *)r);
-        r[1] = 1;
+        REQUIRE(CONVOY__POOL_BYPASS || r[1] != HELD, "record %p handed out twice", (void *)r);
+        r[1] = HELD;
         giver_t *to = &g[i % GIVERS];
         _Atomic(uint64_t *) *s = &to->slot[(i / GIVERS) % SLOTS];
         uint64_t *expect = NULL;
@@ -134,10 +138,61 @@ START_TEST(records_given_back_by_other_threads)
         pthread_join(th[k], NULL);
     }
     /* Out at once at most: every slot full, one record in this thread's hand and one in
-     * each giver's, taken from its slot and not given back yet. */
+     * each giver's, taken from its slot and not given back yet; late reuse carves a
+     * chunk's worth more at most. */
     if (!CONVOY__POOL_BYPASS)
-        ck_assert_uint_le(p.carved, GIVERS * SLOTS + 1 + GIVERS);
-    convoy__pool_destroy(&p);
+        ck_assert_uint_le(p.carved, GIVERS * SLOTS + 1 + GIVERS + (late ? 1024 : 0));
+    ck_assert_uint_eq(convoy__pool_destroy(&p), 0);
+}
+END_TEST
+
+/* Late reuse (data handles): a record given back comes back only once the chunk is
+ * carved out, and the oldest given back first. */
+START_TEST(late_reuse_is_oldest_first_after_carving)
+{
+    if (CONVOY__POOL_BYPASS)
+        return;
+    convoy__pool_t p;
+    convoy__pool_init(&p, 64, "test records", 1);
+    void *r[16];
+    r[0] = convoy__pool_get(&p);
+    convoy__pool_put(&p, r[0]);
+    for (int i = 1; i < 16; i++) { /* the first chunk's 15 others, none of them r[0] */
+        r[i] = convoy__pool_get(&p);
+        ck_assert_ptr_ne(r[i], r[0]);
+    }
+    convoy__pool_put(&p, r[3]);
+    convoy__pool_put(&p, r[1]);
+    ck_assert_ptr_eq(convoy__pool_get(&p), r[0]);
+    convoy__pool_put(&p, r[2]);
+    ck_assert_ptr_eq(convoy__pool_get(&p), r[3]);
+    ck_assert_ptr_eq(convoy__pool_get(&p), r[1]);
+    ck_assert_ptr_eq(convoy__pool_get(&p), r[2]);
+    ck_assert_uint_eq(p.carved, 16);
+    void *next = convoy__pool_get(&p); /* none left: a new chunk */
+    ck_assert_uint_eq(p.carved, 17);
+    for (int i = 0; i < 16; i++)
+        convoy__pool_put(&p, r[i]);
+    convoy__pool_put(&p, next);
+    ck_assert_uint_eq(convoy__pool_destroy(&p), 0);
+}
+END_TEST
+
+/* A record never given back is counted at destroy (its chunk is left allocated, where a
+ * leak checker sees it). */
+START_TEST(destroy_counts_records_not_given_back)
+{
+    convoy__pool_t p;
+    convoy__pool_init(&p, 64, "test records", 0);
+    void *a = convoy__pool_get(&p), *b = convoy__pool_get(&p), *c = convoy__pool_get(&p);
+    convoy__pool_put(&p, a);
+    convoy__pool_put(&p, c);
+    if (CONVOY__POOL_BYPASS) {
+        ck_assert_uint_eq(convoy__pool_destroy(&p), 0); /* each its own allocation */
+        free(b);
+        return;
+    }
+    ck_assert_uint_eq(convoy__pool_destroy(&p), 1);
 }
 END_TEST
 
@@ -220,7 +275,9 @@ static Suite *suite(void)
     TCase *tc = tu_tcase(s, "pool", 60);
     tcase_add_test(tc, records_are_whole_lines);
     tcase_add_test(tc, given_back_records_come_back);
-    tcase_add_test(tc, records_given_back_by_other_threads);
+    tcase_add_loop_test(tc, records_given_back_by_other_threads, 0, 2);
+    tcase_add_test(tc, late_reuse_is_oldest_first_after_carving);
+    tcase_add_test(tc, destroy_counts_records_not_given_back);
     tcase_add_test(tc, rounds_reuse_records_batch);
     tcase_add_test(tc, rounds_reuse_records_fifo);
     return s;

@@ -417,8 +417,13 @@ static void freed_twice(convoy_context_t *ctx, void *arg)
     tu_assert_error_has(NULL, "convoy_data_acquire", want);
     ck_assert_int_eq(convoy_data_set_flags(d, 0), CONVOY_ERR_INVALID);
     tu_assert_error_has(NULL, "convoy_data_set_flags", want);
-    /* Its memory may be registered again, and the new handle works. */
+    /* Its memory may be registered again, and the new handle works; the stale pointer is
+     * still refused (the new handle is not at its address), and leaves the new one be. */
+    convoy_data_t *stale = d;
     ck_assert_int_eq(convoy_data_new(ctx, x, sizeof(x), &d), CONVOY_SUCCESS);
+    ck_assert_ptr_ne(d, stale);
+    convoy_data_free(stale);
+    ck_assert_int_eq(convoy_data_acquire(stale, CONVOY_READ), CONVOY_ERR_INVALID);
     ck_assert_int_eq(convoy_task_insert(ctx, cls, NULL, 0, &d), CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_data_acquire(d, CONVOY_READ), CONVOY_SUCCESS);
     ck_assert_int_eq(x[0], 4);

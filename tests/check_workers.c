@@ -453,11 +453,11 @@ static int threads_named(const char *name)
 START_TEST(threads_are_named)
 {
 #if defined(__GLIBC__) && defined(__linux__)
+    if (threads_named("tiny name") < 0)
+        return; /* no /proc */
     tu_pset_t ps;
     tu_ps_sim(&ps, "batch");
     convoy_context_t *ctx = tu_init(ps.kv);
-    if (threads_named("tiny name") < 0)
-        return; /* no /proc */
     /* Each names itself as it starts, maybe after convoy_init has returned. */
     const char *names[] = {"convoy-cpu0", "convoy-cpu1", "convoy-sim0", "convoy-sim0.s0"};
     for (int i = 0; i < 4; i++) {

@@ -99,6 +99,8 @@ static int list_room(class_list_t *cl)
 {
     if (cl->count < cl->cap)
         return 1;
+    if (cl->cap >= 1 << 30)
+        return 0; /* 2^30 tasks queued: an int would overflow; they go alone */
     int cap = cl->cap > 0 ? 2 * cl->cap : 64;
     uintptr_t *slot = malloc((size_t)cap * sizeof(*slot));
     if (slot == NULL)
