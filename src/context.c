@@ -124,10 +124,9 @@ convoy_status_t convoy_init(int *argc, char ***argv, convoy_context_t **ctx_p)
     pthread_cond_init(&ctx->done_cond, NULL);
     pthread_mutex_init(&ctx->error_lock, NULL);
     pthread_mutex_init(&ctx->data_lock, NULL);
-    /* Data handles reused late: a stale free of one is then refused (src/pool.h). */
-    convoy__pool_init(&ctx->data_pool, sizeof(convoy_data_t), "data handles", 1);
+    convoy__pool_init(&ctx->data_pool, sizeof(convoy_data_t), "data handles");
     for (size_t k = 0; k < CONVOY__TASK_POOLS; k++)
-        convoy__pool_init(&ctx->task_pools[k], (k + 1) * CONVOY__LINE, "task records", 0);
+        convoy__pool_init(&ctx->task_pools[k], (k + 1) * CONVOY__LINE, "task records");
     snprintf(ctx->error, sizeof(ctx->error), "no error");
 
     convoy_status_t st = convoy__params_load(&ctx->params, argc, argv);

@@ -11,11 +11,10 @@
 #define FIRST_OBJS 16u /* records in a pool's first chunk; each next one doubles ... */
 #define MAX_OBJS 1024u /* ... up to this: 320 KiB of data handles */
 
-void convoy__pool_init(convoy__pool_t *p, size_t size, const char *what, int late_reuse)
+void convoy__pool_init(convoy__pool_t *p, size_t size, const char *what)
 {
     p->size = (size + CONVOY__LINE - 1) / CONVOY__LINE * CONVOY__LINE;
     p->what = what;
-    p->late_reuse = late_reuse;
     pthread_mutex_init(&p->lock, NULL);
     p->free = p->free_tail = NULL;
     p->carve = p->carve_end = NULL;
@@ -82,16 +81,12 @@ static void *carve(convoy__pool_t *p)
     return r;
 }
 
-/* Under the lock: the records given back since the last take join the free list. In
- * late reuse they are turned round to join its tail, oldest first (the lock-free list
- * holds the newest first); otherwise the free list is empty and they become it. */
+/* Under the lock: the records given back since the last take join the free list's
+ * tail, turned round so that the oldest comes first (the lock-free list holds the
+ * newest first). */
 static void take_returned(convoy__pool_t *p)
 {
     convoy__pool_link_t *r = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
-    if (!p->late_reuse) {
-        p->free = r;
-        return;
-    }
     convoy__pool_link_t *oldest = NULL, *newest = r;
     while (r != NULL) {
         convoy__pool_link_t *next = r->next;
@@ -114,7 +109,7 @@ void *convoy__pool_get(convoy__pool_t *p)
         return aligned_alloc(CONVOY__LINE, p->size);
     pthread_mutex_lock(&p->lock);
     void *r = NULL;
-    if (p->late_reuse && p->carve != p->carve_end)
+    if (p->carve != p->carve_end)
         r = carve(p);
     if (r == NULL && p->free == NULL)
         take_returned(p);

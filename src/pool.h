@@ -17,11 +17,13 @@
  * and carve new records from chunks that grow by doubling. Memory goes back to the
  * system only when the pool is destroyed (convoy_fini): a pool holds its peak.
  *
- * Task records are reused at once, the most recently given back first. Data handles are
- * reused late: new ones are carved while the newest chunk has room, and those given back
- * are reused oldest first. A handle's address then does not come back at the next
- * convoy_data_new, so a stale convoy_data_free of a freed handle is still refused (the
- * live-handle check of src/data.c) rather than freeing the handle made since.
+ * Records are reused late: new ones are carved while the newest chunk has room, and
+ * those given back are reused oldest first. So records made one after the other sit one
+ * after the other in memory (the progress thread walks a ring's tasks and handles in
+ * that order), and a data handle's address does not come back at the next
+ * convoy_data_new: a stale convoy_data_free of a freed handle is still refused (the
+ * live-handle check of src/data.c) rather than freeing the handle made since. A pool
+ * holds its peak and at most one chunk more.
  *
  * A record never given back is a leak: convoy__pool_destroy counts them, logs an error
  * and leaves the chunks allocated, where a leak checker (tests/failalloc.sh) sees them.
@@ -55,10 +57,9 @@ typedef struct convoy__pool_link {
 } convoy__pool_link_t;
 
 typedef struct convoy__pool {
-    size_t size;          /* bytes of a record: a multiple of CONVOY__LINE */
-    const char *what;     /* what its records are, for messages ("task records") */
-    int late_reuse;       /* carve first, then reuse the oldest given back (see above) */
-    pthread_mutex_t lock; /* the taking side: the fields below but returned */
+    size_t size;                           /* bytes of a record: a multiple of CONVOY__LINE */
+    const char *what;                      /* what its records are, for messages ("task records") */
+    pthread_mutex_t lock;                  /* the taking side: the fields below but returned */
     convoy__pool_link_t *free, *free_tail; /* records given back, taken one by one */
     char *carve, *carve_end;               /* the newest chunk's part not handed out yet */
     void *chunks;                          /* every chunk, linked through its first line */
@@ -68,9 +69,8 @@ typedef struct convoy__pool {
     _Alignas(CONVOY__LINE) _Atomic(convoy__pool_link_t *) returned;
 } convoy__pool_t;
 
-/* An empty pool of records of size bytes (rounded up to whole lines), named what;
- * late_reuse as above. */
-void convoy__pool_init(convoy__pool_t *p, size_t size, const char *what, int late_reuse);
+/* An empty pool of records of size bytes (rounded up to whole lines), named what. */
+void convoy__pool_init(convoy__pool_t *p, size_t size, const char *what);
 
 /* Free every chunk; returns how many records were never given back (0 in builds that
  * bypass the pool), and when there are some, logs it and leaves the chunks allocated. */
