@@ -346,7 +346,7 @@ static void *progress_main(void *arg)
     convoy__pipe_t *p = arg;
     convoy_context_t *ctx = p->ctx;
     convoy__thread_mark("an accelerator's progress thread");
-    convoy__thread_name(p->dev->name);
+    convoy__thread_name("%s", p->dev->name);
 #ifdef PR_SET_TIMERSLACK
     /* Its sleeps of poll_us are short: without this the kernel may add 50 us to each. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

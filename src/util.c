@@ -31,14 +31,18 @@ const char *convoy__thread_role(void)
     return tls_role;
 }
 
-void convoy__thread_name(const char *what)
+void convoy__thread_name(const char *fmt, ...)
 {
 #if defined(__GLIBC__)
-    char name[16]; /* Linux's limit, with the terminating zero */
-    snprintf(name, sizeof(name), "convoy-%s", what);
+    char name[16] = "convoy-"; /* 16: Linux's limit, with the terminating zero */
+    size_t prefix = strlen(name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name + prefix, sizeof(name) - prefix, fmt, ap);
+    va_end(ap);
     pthread_setname_np(pthread_self(), name);
 #else
-    (void)what;
+    (void)fmt;
 #endif
 }
 

@@ -137,9 +137,9 @@ void *convoy__calloc(convoy_context_t *ctx, size_t n, size_t size, const char *w
 void convoy__thread_mark(const char *role);
 const char *convoy__thread_role(void);
 
-/* Name the calling thread "convoy-" followed by what (cut to the system's 15 characters),
- * as top -H, ps -L, gdb and perf show it. */
-void convoy__thread_name(const char *what);
+/* Name the calling thread "convoy-" followed by the printf-style fmt (cut to the system's
+ * 15 characters), as top -H, ps -L, gdb and perf show it. */
+void convoy__thread_name(const char *fmt, ...) CONVOY__PRINTF(1, 2);
 
 #define CONVOY__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CONVOY__MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -232,9 +232,7 @@ static void *worker_main(void *p)
     convoy_context_t *ctx = arg->ctx;
     int index = arg->index;
     convoy__thread_mark("a CPU worker");
-    char what[16];
-    snprintf(what, sizeof(what), "cpu%d", index);
-    convoy__thread_name(what);
+    convoy__thread_name("cpu%d", index);
     if (arg->cpus != NULL)
         bind_worker(ctx, index, arg->cpus);
     hwloc_bitmap_free(arg->cpus);

@@ -26,7 +26,6 @@
 #include "device/sim/sim.h"
 
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -278,9 +277,7 @@ static void *sim_stream_main(void *arg)
     convoy__sim_dev_t *dev = s->dev;
 
     convoy__thread_mark("a sim stream thread");
-    char what[48]; /* cut to the system's length by convoy__thread_name */
-    snprintf(what, sizeof(what), "%s.s%d", dev->base.name, s->id);
-    convoy__thread_name(what);
+    convoy__thread_name("%s.s%d", dev->base.name, s->id);
     pthread_mutex_lock(&dev->lock);
     for (;;) {
         convoy__sim_op_t *op = s->head;
