@@ -336,6 +336,9 @@ int convoy__task_needs_home(convoy__task_t *t, const convoy_data_t *d, convoy_de
 /* Release a successor whose predecessor is done. */
 void convoy__task_make_ready(convoy_context_t *ctx, convoy__task_t *task);
 void convoy__task_unref(convoy__task_t *task);
+/* A task record for nflows flows from ctx's pools, its header zeroed and its pool set;
+ * NULL without memory. Its last convoy__task_unref gives it back. */
+convoy__task_t *convoy__task_record_new(convoy_context_t *ctx, int nflows);
 /* Another reference: the task stays in memory until it is dropped (convoy__task_unref). */
 static inline void convoy__task_ref(convoy__task_t *task)
 {

@@ -261,14 +261,11 @@ static convoy__task_t *task_alloc(convoy_context_t *ctx, convoy_class_t *cls, co
                                   size_t args_size, convoy_data_t *const *flows)
 {
     int n = cls->nflows;
-    convoy__pool_t *pool = &ctx->task_pools[(CONVOY__TASK_SIZE(n) - 1) / CONVOY__LINE];
-    convoy__task_t *t = convoy__pool_get(pool);
+    convoy__task_t *t = convoy__task_record_new(ctx, n);
     if (t == NULL) {
         convoy__error(ctx, CONVOY_ERR_NOMEM, "out of memory for a task of class %s", cls->name);
         return NULL;
     }
-    memset(t, 0, sizeof(*t));
-    t->pool = pool;
     t->cls = cls;
     atomic_init(&t->pending, 1);
     atomic_init(&t->refs, 1);

@@ -41,6 +41,17 @@ void convoy__task_unref(convoy__task_t *t)
     convoy__pool_put(t->pool, t);
 }
 
+convoy__task_t *convoy__task_record_new(convoy_context_t *ctx, int nflows)
+{
+    convoy__pool_t *pool = &ctx->task_pools[(CONVOY__TASK_SIZE(nflows) - 1) / CONVOY__LINE];
+    convoy__task_t *t = convoy__pool_get(pool);
+    if (t != NULL) {
+        memset(t, 0, sizeof(*t));
+        t->pool = pool;
+    }
+    return t;
+}
+
 void convoy__task_release(convoy_context_t *ctx, convoy__task_t *t)
 {
     if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1)

@@ -10,7 +10,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sched/sched.h"
 #include "src/context.h"
@@ -50,11 +49,8 @@ static void env_fini(env_t *e)
 /* A task of e->cls over d, ready at ready_ns, as task_alloc makes it (from its pool). */
 static convoy__task_t *task_new(env_t *e, convoy_data_t *d, uint64_t ready_ns)
 {
-    convoy__pool_t *pool = &e->ctx->task_pools[(CONVOY__TASK_SIZE(1) - 1) / CONVOY__LINE];
-    convoy__task_t *t = convoy__pool_get(pool);
+    convoy__task_t *t = convoy__task_record_new(e->ctx, 1);
     ck_assert_ptr_nonnull(t);
-    memset(t, 0, CONVOY__TASK_SIZE(1));
-    t->pool = pool;
     atomic_init(&t->refs, 1);
     t->cls = e->cls;
     t->data[0] = d;

@@ -12,7 +12,6 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "device/device.h"
 #include "src/context.h"
@@ -26,11 +25,8 @@ enum { NGEN = CONVOY__DONE_BATCH_SLOTS + 2 };
 static convoy__task_t *counted_task(convoy_context_t *ctx, convoy_class_t *cls, convoy_data_t *d,
                                     uint64_t gen)
 {
-    convoy__pool_t *pool = &ctx->task_pools[(CONVOY__TASK_SIZE(1) - 1) / CONVOY__LINE];
-    convoy__task_t *t = convoy__pool_get(pool); /* where its last unref gives it back */
+    convoy__task_t *t = convoy__task_record_new(ctx, 1);
     ck_assert_ptr_nonnull(t);
-    memset(t, 0, CONVOY__TASK_SIZE(1));
-    t->pool = pool;
     t->cls = cls;
     atomic_init(&t->refs, 1);
     t->succ = t->succ_inline;
