@@ -10,6 +10,7 @@
 #ifndef CONVOY_SCHED_H
 #define CONVOY_SCHED_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "convoy.h"
@@ -57,7 +58,10 @@ typedef struct convoy__sched_component {
      * so that no wait sits out batch_max_wait_us. Calls nest; any thread. May be NULL
      * (a scheduler that never holds tasks back). */
     void (*expedite)(void *state, int begin);
-    /* Tasks waiting in queue (for the trace and idle checks). */
+    /* Tasks waiting in queue (for the trace and idle checks), read without the queue's
+     * lock, so that a look costs its readers no wait on the pushes and pops. A push's
+     * count is visible to a thread that has seen the core's wake-up count that followed
+     * the push (convoy__queue_wake), so 0 then means pop() would find nothing. */
     int (*depth)(void *state, int queue);
     /* Where a ready task of the program's runs: 0 for the CPU workers, 1 + i for
      * accelerator i (one with a chore for the task's class). Any thread. */
@@ -70,6 +74,14 @@ typedef struct convoy__sched_component {
     void (*plan)(void *state, const convoy__device_t *dev, convoy__copy_t *copies, int n,
                  convoy__plan_t *plan);
 } convoy__sched_component_t;
+
+/* depth += n, under the queue's lock (the only writer), as a release for depth()'s
+ * readers: a plain store, no locked read-modify-write. */
+static inline void convoy__sched_depth_add(atomic_int *depth, int n)
+{
+    atomic_store_explicit(depth, atomic_load_explicit(depth, memory_order_relaxed) + n,
+                          memory_order_release);
+}
 
 /* Placement both components use (sched/place.c): the accelerator holding most of the
  * task's bytes, then the least loaded (each device publishes its load); the CPUs when

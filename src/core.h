@@ -163,7 +163,7 @@ struct convoy__task {
     void *args; /* inline_args or a heap copy */
     size_t args_size;
     char *fetch_msg;         /* a flush it waited for failed: why (it fails with this) */
-    uint64_t t_insert_ns;    /* for the trace and latency figures */
+    uint64_t t_insert_ns;    /* for the trace (0 when not tracing) */
     uint64_t t_ready_ns;     /* when it became ready: ring collection closes on the oldest */
     convoy_task_view_t view; /* what chores see; flows/flow_bytes point below */
     unsigned char inline_args[CONVOY__TASK_INLINE_ARGS];

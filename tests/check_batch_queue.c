@@ -4,7 +4,8 @@
  * the order they were pushed, in rings of at most the size asked, across the queue's
  * growth and its wrap-around; a task with a flow past batch_split_bytes holds its ring
  * back from leaving early for an idle device only while it is queued: once it has left,
- * the small tasks behind it leave at once again.
+ * the small tasks behind it leave at once again. Both schedulers' depth counts every
+ * queued task, batchable or not: the CPU workers pop only when it is above 0.
  */
 #include "config.h"
 
@@ -128,12 +129,56 @@ START_TEST(large_task_holds_ring_only_while_queued)
 }
 END_TEST
 
+/* depth, read without the queue's lock, against what push and pop did, on the CPU
+ * workers' queue (whose rings never wait): a count short by one would leave a task
+ * queued with every worker asleep. */
+static void check_depth(env_t *e, const convoy__sched_component_t *sched)
+{
+    void *state;
+    ck_assert_int_eq(sched->init(e->ctx, 2, &state), CONVOY_SUCCESS);
+    convoy_access_t ro = CONVOY_READ;
+    convoy_class_t *single;
+    ck_assert_int_eq(convoy_class_new(e->ctx, sched->name, 1, &ro, 0, &single), 0);
+    convoy__task_t *t[6], *ring[8];
+    for (int i = 0; i < 6; i++) {
+        t[i] = task_new(e, e->small, (uint64_t)i + 1);
+        t[i]->cls = i % 2 ? single : e->cls;
+        sched->push(state, 0, t[i]);
+        ck_assert_int_eq(sched->depth(state, 0), i + 1);
+        ck_assert_int_eq(sched->depth(state, 1), 0);
+    }
+    int left = 6;
+    uint64_t deadline;
+    while (left > 0) {
+        int n = sched->pop(state, 0, ring, 8, 1, 0, &deadline);
+        ck_assert_int_gt(n, 0);
+        left -= n;
+        ck_assert_int_eq(sched->depth(state, 0), left);
+    }
+    ck_assert_int_eq(sched->pop(state, 0, ring, 8, 1, 0, &deadline), 0);
+    ck_assert_int_eq(sched->depth(state, 0), 0);
+    sched->fini(state);
+    for (int i = 0; i < 6; i++)
+        convoy__task_unref(t[i]);
+}
+
+START_TEST(depth_counts_every_queued_task)
+{
+    env_t e;
+    env_init(&e);
+    check_depth(&e, &convoy__sched_batch);
+    check_depth(&e, &convoy__sched_fifo);
+    env_fini(&e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("batch_queue");
     TCase *tc = tu_tcase(s, "queue", 30);
     tcase_add_test(tc, order_kept_across_growth_and_wrap);
     tcase_add_test(tc, large_task_holds_ring_only_while_queued);
+    tcase_add_test(tc, depth_counts_every_queued_task);
     return s;
 }
 

@@ -119,9 +119,9 @@ typedef struct batch_queue {
     convoy__task_t *single_head, *single_tail; /* non-batchable tasks */
     class_list_t *lists;                       /* by class id */
     int nlists;
-    int depth;
-    int fill; /* the ring size the consumer's last pop asked for (0: none yet): a push that
-                 brings a class to it wakes the consumer */
+    atomic_int depth; /* written under the lock, read without it (batch_depth) */
+    int fill;         /* the ring size the consumer's last pop asked for (0: none yet): a push that
+                         brings a class to it wakes the consumer */
 } batch_queue_t;
 
 typedef struct batch_state {
@@ -208,7 +208,7 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     batch_queue_t *q = &s->q[queue];
     int id = task->cls->id;
     pthread_mutex_lock(&q->lock);
-    q->depth++;
+    convoy__sched_depth_add(&q->depth, 1);
     if (!(task->cls->flags & CONVOY_CLASS_BATCHABLE)) {
         append(&q->single_head, &q->single_tail, task);
         pthread_mutex_unlock(&q->lock);
@@ -304,7 +304,7 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
             ring[n++] = slot_task(v);
         }
     }
-    q->depth -= n;
+    convoy__sched_depth_add(&q->depth, -n);
     pthread_mutex_unlock(&q->lock);
     *deadline_ns_p = deadline;
     return n;
@@ -317,11 +317,7 @@ static void batch_expedite(void *state, int begin)
 
 static int batch_depth(void *state, int queue)
 {
-    batch_queue_t *q = &((batch_state_t *)state)->q[queue];
-    pthread_mutex_lock(&q->lock);
-    int d = q->depth;
-    pthread_mutex_unlock(&q->lock);
-    return d;
+    return atomic_load_explicit(&((batch_state_t *)state)->q[queue].depth, memory_order_acquire);
 }
 
 static void batch_plan(void *state, const convoy__device_t *dev, convoy__copy_t *copies, int n,

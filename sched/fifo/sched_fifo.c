@@ -13,7 +13,7 @@
 typedef struct fifo_queue {
     pthread_mutex_t lock;
     convoy__task_t *head, *tail;
-    int depth;
+    atomic_int depth; /* written under the lock, read without it (fifo_depth) */
 } fifo_queue_t;
 
 typedef struct fifo_state {
@@ -52,7 +52,7 @@ static int fifo_push(void *state, int queue, convoy__task_t *task)
     else
         q->head = task;
     q->tail = task;
-    q->depth++;
+    convoy__sched_depth_add(&q->depth, 1);
     pthread_mutex_unlock(&q->lock);
     return 1;
 }
@@ -70,7 +70,7 @@ static int fifo_pop(void *state, int queue, convoy__task_t **ring, int max, uint
         q->head = t->next;
         if (q->head == NULL)
             q->tail = NULL;
-        q->depth--;
+        convoy__sched_depth_add(&q->depth, -1);
     }
     pthread_mutex_unlock(&q->lock);
     if (t == NULL) {
@@ -83,11 +83,7 @@ static int fifo_pop(void *state, int queue, convoy__task_t **ring, int max, uint
 
 static int fifo_depth(void *state, int queue)
 {
-    fifo_queue_t *q = &((fifo_state_t *)state)->q[queue];
-    pthread_mutex_lock(&q->lock);
-    int d = q->depth;
-    pthread_mutex_unlock(&q->lock);
-    return d;
+    return atomic_load_explicit(&((fifo_state_t *)state)->q[queue].depth, memory_order_acquire);
 }
 
 /* One submission per copy, in the given order. */
