@@ -62,9 +62,11 @@ static void context_destroy(convoy_context_t *ctx)
     convoy__hostmem_fini(ctx);
     if (ctx->qwait != NULL) {
         for (int q = 0; q < ctx->nqueues; q++) {
-            convoy__log_debug("queue %d: %llu pushes, %llu wake-ups sent by them", q,
-                              (unsigned long long)atomic_load(&ctx->qwait[q].pushes),
-                              (unsigned long long)atomic_load(&ctx->qwait[q].signals));
+            convoy__log_debug("queue %d: %llu pushes, %llu wake-ups sent by them, %llu by "
+                              "workers handing over",
+                              q, (unsigned long long)atomic_load(&ctx->qwait[q].pushes),
+                              (unsigned long long)atomic_load(&ctx->qwait[q].signals),
+                              (unsigned long long)atomic_load(&ctx->qwait[q].handoffs));
             pthread_mutex_destroy(&ctx->qwait[q].lock);
             pthread_cond_destroy(&ctx->qwait[q].cond);
         }

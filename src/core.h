@@ -191,12 +191,14 @@ static inline size_t *convoy__task_bytes(convoy__task_t *t)
 typedef struct convoy__queue_wait {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    _Atomic uint64_t pushes;  /* bumped by each push that wakes (the scheduler says which) */
-    atomic_int sleepers;      /* consumers in (or entering) the wait */
-    atomic_int spinners;      /* CPU workers polling `pushes`, or woken to (queue 0 only) */
-    int watches;              /* under lock: wake-ups that hand a sleeper the poller's place */
-    _Atomic uint64_t signals; /* wake-ups sent by pushes (not by workers handing over) */
-    int closed;               /* under lock: its consumers stop; no sleep waits any more */
+    _Atomic uint64_t pushes;   /* bumped by each push that wakes (the scheduler says which) */
+    atomic_int sleepers;       /* consumers in (or entering) the wait */
+    atomic_int spinners;       /* CPU workers polling `pushes`, or woken to (queue 0 only) */
+    atomic_int watches;        /* wake-ups on their way, each handing a sleeper the poller's place:
+                                  written under lock, read without it by workers that would poll */
+    _Atomic uint64_t signals;  /* wake-ups sent by pushes (not by workers handing over) */
+    _Atomic uint64_t handoffs; /* wake-ups sent by workers handing the watch over */
+    int closed;                /* under lock: its consumers stop; no sleep waits any more */
 } convoy__queue_wait_t;
 
 /* The distributed layer (dist/, doc/dist.md) above the core: NULL while it is off. The

@@ -73,7 +73,7 @@ static int wake_poller(convoy__queue_wait_t *w)
         return 0;
     pthread_mutex_lock(&w->lock);
     if (atomic_load(&w->sleepers) > 0) {
-        w->watches++;
+        atomic_fetch_add(&w->watches, 1);
         pthread_cond_signal(&w->cond);
         woke = 1;
     } else {
@@ -103,10 +103,9 @@ void convoy__queue_wake(convoy_context_t *ctx, int queue)
     atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
 }
 
-/* Only when every worker sleeps: a worker that is running tasks polls when it is done, and
- * a wake-up on its way would stop it (the woken sleeper holds the poller's place while it
- * starts, tens of us on the H200 host), so the CPU tasks made ready meanwhile would wait
- * for the sleeper instead (mixed_latency's trace, 2026-12-01 night: 13 us). */
+/* Only when every worker sleeps: a worker that is running tasks polls when it is done
+ * (a wake-up on its way does not stop it, worker_main), sooner than a sleeper woken now
+ * would start (tens of us on the H200 host; mixed_latency's trace, 2026-12-01 night). */
 void convoy__cpu_poller_wake(convoy_context_t *ctx)
 {
     convoy__queue_wait_t *w = &ctx->qwait[0];
@@ -151,15 +150,15 @@ int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_
      * consumer that read `seen` after its stop's wake-up sleeps no more (a progress thread
      * did: it hung convoy_fini). Each queue closes on its own: the workers' stop leaves
      * the progress threads asleep while the workers are joined (they polled before). */
-    while (atomic_load(&w->pushes) == seen && w->watches == 0 && !w->closed) {
+    while (atomic_load(&w->pushes) == seen && atomic_load(&w->watches) == 0 && !w->closed) {
         if (deadline_ns == UINT64_MAX)
             pthread_cond_wait(&w->cond, &w->lock);
         else if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) == ETIMEDOUT)
             break;
     }
     /* Any sleeper may take the watch a wake-up left: whoever leaves first polls. */
-    int watch = w->watches > 0;
-    w->watches -= watch;
+    int watch = atomic_load(&w->watches) > 0;
+    atomic_fetch_sub(&w->watches, watch);
     atomic_fetch_sub(&w->sleepers, 1);
     pthread_mutex_unlock(&w->lock);
     return watch;
@@ -260,14 +259,16 @@ static void *worker_main(void *p)
             n = ctx->sched->pop(ctx->sched_state, 0, ring, CONVOY__CPU_RING_MAX, convoy__now_ns(),
                                 0, &deadline);
         if (n > 0) {
-            /* The last spinner goes to work: pushes it let pass without a wake-up may
-             * still wait, so hand the watch to a sleeper (which spins in its turn). A
-             * busy worker with work left behind it does the same. */
+            /* A poller going to work hands its place to a sleeper itself (unless another
+             * worker polls): else the next push finds no poller and wakes one on the
+             * inserting thread's time (bench/overhead's independent tasks on the H200
+             * host: 37400 wake-ups paid by pushes in a run, 2791 since). A busy worker
+             * with work left behind it does the same. */
             if (spinning)
                 atomic_fetch_sub(&w->spinners, 1);
+            if ((spinning || ctx->sched->depth(ctx->sched_state, 0) > 0) && wake_poller(w))
+                atomic_fetch_add_explicit(&w->handoffs, 1, memory_order_relaxed);
             spinning = 0;
-            if (ctx->sched->depth(ctx->sched_state, 0) > 0)
-                (void)wake_poller(w);
             slot.runs = 0;
             convoy__host_execute(ctx, index, ring, n);
             while (slot.next != NULL) {
@@ -281,11 +282,15 @@ static void *worker_main(void *p)
         if (atomic_load(&ctx->stopping))
             break;
         /* One worker at a time polls: more only fight over the queue's lock (on 16 cores
-         * every worker polling for 20 us made empty tasks cost 8.1 us instead of 4.9). */
-        if (!spinning && (spin_ns > 0 || (busy_ns > 0 && accel_busy(ctx))) &&
-            atomic_load(&w->spinners) == 0) {
-            int none = 0;
-            spinning = atomic_compare_exchange_strong(&w->spinners, &none, 1);
+         * every worker polling for 20 us made empty tasks cost 8.1 us instead of 4.9).
+         * Counted pollers that are only wake-ups on their way do not keep this worker
+         * from polling: it is here now, and a sleeper starts tens of us after its wake-up,
+         * so the tasks pushed meanwhile would wait for it (mixed_latency's CPU successors
+         * did, once pollers handed their place over at each pop). */
+        if (!spinning && (spin_ns > 0 || (busy_ns > 0 && accel_busy(ctx)))) {
+            int counted = atomic_load(&w->spinners);
+            if (counted == atomic_load(&w->watches))
+                spinning = atomic_compare_exchange_strong(&w->spinners, &counted, counted + 1);
         }
         if (spinning) {
             queue_spin(ctx, 0, seen, spin_ns, busy_ns);
