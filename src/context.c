@@ -90,7 +90,7 @@ static void context_destroy(convoy_context_t *ctx)
 static convoy_status_t init_queues(convoy_context_t *ctx)
 {
     ctx->nqueues = 1 + ctx->naccel;
-    ctx->qwait = convoy__calloc(ctx, (size_t)ctx->nqueues, sizeof(*ctx->qwait), "queues");
+    ctx->qwait = convoy__calloc_lines(ctx, (size_t)ctx->nqueues * sizeof(*ctx->qwait), "queues");
     if (ctx->qwait == NULL)
         return CONVOY_ERR_NOMEM;
     /* Set before any progress thread starts: they read it (convoy__cpu_poller_wake). */

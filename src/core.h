@@ -187,9 +187,11 @@ static inline size_t *convoy__task_bytes(convoy__task_t *t)
     return (size_t *)&t->data[2 * t->cls->nflows];
 }
 
-/* Per-queue wake-up: the consumer sleeps here; the core signals after each push. */
+/* Per-queue wake-up: the consumer sleeps here; the core signals after each push. On lines
+ * of its own (convoy__calloc_lines): the CPU queue's poller reads `pushes` in a loop while
+ * a progress thread locks its own queue's wait to sleep. */
 typedef struct convoy__queue_wait {
-    pthread_mutex_t lock;
+    _Alignas(CONVOY__LINE) pthread_mutex_t lock;
     pthread_cond_t cond;
     _Atomic uint64_t pushes;   /* bumped by each push that wakes (the scheduler says which) */
     atomic_int sleepers;       /* consumers in (or entering) the wait */

@@ -152,6 +152,18 @@ void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what)
     return p;
 }
 
+void *convoy__calloc_lines(convoy_context_t *ctx, size_t bytes, const char *what)
+{
+    size_t rounded = (bytes + CONVOY__LINE - 1) / CONVOY__LINE * CONVOY__LINE;
+    void *p = rounded >= bytes ? aligned_alloc(CONVOY__LINE, rounded) : NULL;
+    if (p == NULL)
+        convoy__error(ctx, CONVOY_ERR_NOMEM, "out of host memory allocating %zu bytes for %s",
+                      bytes, what);
+    else
+        memset(p, 0, rounded);
+    return p;
+}
+
 void *convoy__calloc(convoy_context_t *ctx, size_t n, size_t size, const char *what)
 {
     void *p = calloc(n, size);

@@ -127,6 +127,10 @@ void convoy__mutex_init_short(pthread_mutex_t *m);
 /* Allocation that records CONVOY_ERR_NOMEM with the size on failure. */
 void *convoy__malloc(convoy_context_t *ctx, size_t bytes, const char *what);
 void *convoy__calloc(convoy_context_t *ctx, size_t n, size_t size, const char *what);
+/* Zeroed, starting on a cache line (CONVOY__LINE), for arrays of per-queue state whose
+ * elements different threads write: with the element type aligned to a line, no two
+ * share one. free() releases it. */
+void *convoy__calloc_lines(convoy_context_t *ctx, size_t bytes, const char *what);
 
 /*
  * Threads of convoy's own (CPU workers, progress threads, sim streams) mark themselves

@@ -115,9 +115,9 @@ static int list_room(class_list_t *cl)
 }
 
 typedef struct batch_queue {
-    pthread_mutex_t lock;
-    convoy__task_t *single_head, *single_tail; /* non-batchable tasks */
-    class_list_t *lists;                       /* by class id */
+    _Alignas(CONVOY__LINE) pthread_mutex_t lock; /* each queue on lines of its own */
+    convoy__task_t *single_head, *single_tail;   /* non-batchable tasks */
+    class_list_t *lists;                         /* by class id */
     int nlists;
     atomic_int depth; /* written under the lock, read without it (batch_depth) */
     int fill;         /* the ring size the consumer's last pop asked for (0: none yet): a push that
@@ -134,8 +134,8 @@ typedef struct batch_state {
 
 static convoy_status_t batch_init(convoy_context_t *ctx, int nqueues, void **state_p)
 {
-    batch_state_t *s = convoy__calloc(ctx, 1, sizeof(*s) + (size_t)nqueues * sizeof(batch_queue_t),
-                                      "the batch scheduler");
+    batch_state_t *s = convoy__calloc_lines(
+        ctx, sizeof(*s) + (size_t)nqueues * sizeof(batch_queue_t), "the batch scheduler");
     if (s == NULL)
         return CONVOY_ERR_NOMEM;
     const convoy__params_t *p = &ctx->params;

@@ -11,7 +11,7 @@
 #include "src/core.h"
 
 typedef struct fifo_queue {
-    pthread_mutex_t lock;
+    _Alignas(CONVOY__LINE) pthread_mutex_t lock; /* each queue on lines of its own */
     convoy__task_t *head, *tail;
     atomic_int depth; /* written under the lock, read without it (fifo_depth) */
 } fifo_queue_t;
@@ -23,8 +23,8 @@ typedef struct fifo_state {
 
 static convoy_status_t fifo_init(convoy_context_t *ctx, int nqueues, void **state_p)
 {
-    fifo_state_t *s = convoy__calloc(ctx, 1, sizeof(*s) + (size_t)nqueues * sizeof(fifo_queue_t),
-                                     "the fifo scheduler");
+    fifo_state_t *s = convoy__calloc_lines(ctx, sizeof(*s) + (size_t)nqueues * sizeof(fifo_queue_t),
+                                           "the fifo scheduler");
     if (s == NULL)
         return CONVOY_ERR_NOMEM;
     s->nqueues = nqueues;
