@@ -61,7 +61,8 @@ typedef struct convoy__sched_component {
     /* Tasks waiting in queue (for the trace and idle checks), read without the queue's
      * lock, so that a look costs its readers no wait on the pushes and pops. A push's
      * count is visible to a thread that has seen the core's wake-up count that followed
-     * the push (convoy__queue_wake), so 0 then means pop() would find nothing. */
+     * the push (convoy__queue_wake; every push to queue 0 bumps it), so 0 then means
+     * pop() would find nothing. */
     int (*depth)(void *state, int queue);
     /* Where a ready task of the program's runs: 0 for the CPU workers, 1 + i for
      * accelerator i (one with a chore for the task's class). Any thread. */

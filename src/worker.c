@@ -158,7 +158,8 @@ int convoy__queue_sleep(convoy_context_t *ctx, int queue, uint64_t seen, uint64_
     }
     /* Any sleeper may take the watch a wake-up left: whoever leaves first polls. */
     int watch = atomic_load(&w->watches) > 0;
-    atomic_fetch_sub(&w->watches, watch);
+    if (watch)
+        atomic_fetch_sub(&w->watches, 1);
     atomic_fetch_sub(&w->sleepers, 1);
     pthread_mutex_unlock(&w->lock);
     return watch;
