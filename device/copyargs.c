@@ -8,15 +8,16 @@
 #include "device/copyargs.h"
 #include "src/util.h"
 
-convoy_status_t convoy__copyargs_check(convoy__device_t *d, const char *what,
-                                       convoy__stream_t *stream, const convoy__copy_t *copies,
-                                       int n)
+convoy_status_t convoy__copyargs_scan(convoy__device_t *d, const char *what,
+                                      convoy__stream_t *stream, const convoy__copy_t *copies, int n,
+                                      convoy__copy_summary_t *sum)
 {
     if (copies == NULL)
         return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: %s: NULL copies", d->name, what);
     if (n < 1 || n > d->max_batch)
         return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: %s: n = %d is outside 1..%d", d->name,
                              what, n, d->max_batch);
+    convoy__copy_summary_t acc = {0, 0, 0};
     for (int i = 0; i < n; i++) {
         const convoy__copy_t *c = &copies[i];
         if (c->dst == NULL || c->src == NULL || c->bytes == 0)
@@ -27,9 +28,15 @@ convoy_status_t convoy__copyargs_check(convoy__device_t *d, const char *what,
         if (c->dir > CONVOY__D2D)
             return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: %s: copy %d: dir %u is unknown",
                                  d->name, what, i, (unsigned)c->dir);
+        int pageable = c->dir != CONVOY__D2D && !(c->flags & CONVOY__COPY_HOST_PINNED);
+        acc.bytes += c->bytes;
+        acc.pageable += pageable;
+        acc.pageable_d2h += pageable && c->dir == CONVOY__D2H;
     }
     if (stream == NULL)
         return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: %s: NULL stream", d->name, what);
+    if (sum != NULL)
+        *sum = acc;
     return CONVOY_SUCCESS;
 }
 

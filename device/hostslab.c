@@ -111,26 +111,15 @@ void convoy__hostslab_detach(convoy__hostslab_t *hs)
     free(hs);
 }
 
-void convoy__hostslab_lock(convoy__hostslab_t *hs)
+const convoy__arena_t *convoy__hostslab_lock(convoy__hostslab_t *hs)
 {
     pthread_mutex_lock(&hs->lock);
+    return hs->arena;
 }
 
 void convoy__hostslab_unlock(convoy__hostslab_t *hs)
 {
     pthread_mutex_unlock(&hs->lock);
-}
-
-int convoy__hostslab_map_locked(convoy__hostslab_t *hs, const void *p, size_t bytes, void **dev_p,
-                                const convoy__arena_region_t **last_p)
-{
-    const convoy__arena_region_t *none = NULL;
-    const convoy__arena_region_t *r =
-        convoy__arena_find_hinted(hs->arena, p, bytes, last_p != NULL ? last_p : &none);
-    if (r == NULL)
-        return 0;
-    *dev_p = (char *)r->tag + ((uintptr_t)p - (uintptr_t)r->base);
-    return 1;
 }
 
 /* ---- host_mem ops ------------------------------------------------------------------ */

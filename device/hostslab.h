@@ -52,14 +52,25 @@ convoy__hostslab_t *convoy__hostslab_attach(const convoy__hostslab_ops_t *ops,
  * allocated at level info. Accepts NULL. */
 void convoy__hostslab_detach(convoy__hostslab_t *hs);
 
-/* For one submission: take the slab lock once, then map host ranges to the device
- * pointers that kernels use. map_locked returns 1 and sets *dev_p when [p, p + bytes)
- * lies in one slab, else 0. last_p: NULL, or the slab of the caller's previous hit,
- * tried first and updated (a submission's host sides mostly share a slab). */
-void convoy__hostslab_lock(convoy__hostslab_t *hs);
+/* For one submission: take the slab lock once (lock returns the slabs' arena, valid until
+ * unlock), then map host ranges to the device pointers that kernels use. map_locked
+ * returns 1 and sets *dev_p when [p, p + bytes) lies in one slab, else 0. last_p: NULL,
+ * or the slab of the caller's previous hit, tried first and updated (a submission's host
+ * sides mostly share a slab). Inline: a submission maps hundreds of ranges. */
+const convoy__arena_t *convoy__hostslab_lock(convoy__hostslab_t *hs);
 void convoy__hostslab_unlock(convoy__hostslab_t *hs);
-int convoy__hostslab_map_locked(convoy__hostslab_t *hs, const void *p, size_t bytes, void **dev_p,
-                                const convoy__arena_region_t **last_p);
+static inline int convoy__hostslab_map_locked(const convoy__arena_t *slabs, const void *p,
+                                              size_t bytes, void **dev_p,
+                                              const convoy__arena_region_t **last_p)
+{
+    const convoy__arena_region_t *none = NULL;
+    const convoy__arena_region_t *r =
+        convoy__arena_find_hinted(slabs, p, bytes, last_p != NULL ? last_p : &none);
+    if (r == NULL)
+        return 0;
+    *dev_p = (char *)r->tag + ((uintptr_t)p - (uintptr_t)r->base);
+    return 1;
+}
 
 /* The host_mem ops (device.h) of the component of ops: each component's own are one-line
  * calls of these. alloc returns NULL with the error recorded; free ignores NULL and logs

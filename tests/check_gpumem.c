@@ -339,29 +339,29 @@ START_TEST(slab_blocks)
     ck_assert_uint_eq(fake.last_size, 4 * MIB);
 
     void *dev_p = NULL;
-    convoy__hostslab_lock(hs);
-    ck_assert(convoy__hostslab_map_locked(hs, b + 10, 100, &dev_p, NULL));
+    const convoy__arena_t *slabs = convoy__hostslab_lock(hs);
+    ck_assert(convoy__hostslab_map_locked(slabs, b + 10, 100, &dev_p, NULL));
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(b + 10) + DEV_TAG);
-    ck_assert(convoy__hostslab_map_locked(hs, big, 3 * MIB, &dev_p, NULL));
+    ck_assert(convoy__hostslab_map_locked(slabs, big, 3 * MIB, &dev_p, NULL));
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)big + DEV_TAG);
-    ck_assert(!convoy__hostslab_map_locked(hs, a, MIB + 1, &dev_p, NULL));
+    ck_assert(!convoy__hostslab_map_locked(slabs, a, MIB + 1, &dev_p, NULL));
     /* With a hint: a hit in the hinted slab, a miss there that finds the other slab and
      * becomes the hint, a range the hint holds only in part is looked up and refused
      * (the hint stays), and a range of the first slab again is found by search. */
     const convoy__arena_region_t *last = NULL;
-    ck_assert(convoy__hostslab_map_locked(hs, b + 10, 100, &dev_p, &last));
+    ck_assert(convoy__hostslab_map_locked(slabs, b + 10, 100, &dev_p, &last));
     const convoy__arena_region_t *first = last;
     ck_assert_ptr_nonnull(first);
-    ck_assert(convoy__hostslab_map_locked(hs, b + 200, 8, &dev_p, &last));
+    ck_assert(convoy__hostslab_map_locked(slabs, b + 200, 8, &dev_p, &last));
     ck_assert_ptr_eq(last, first);
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(b + 200) + DEV_TAG);
-    ck_assert(convoy__hostslab_map_locked(hs, big + 64, 64, &dev_p, &last));
+    ck_assert(convoy__hostslab_map_locked(slabs, big + 64, 64, &dev_p, &last));
     ck_assert_ptr_ne(last, first);
     ck_assert_uint_eq((uintptr_t)dev_p, (uintptr_t)(big + 64) + DEV_TAG);
     const convoy__arena_region_t *second = last;
-    ck_assert(!convoy__hostslab_map_locked(hs, big, 5 * MIB, &dev_p, &last));
+    ck_assert(!convoy__hostslab_map_locked(slabs, big, 5 * MIB, &dev_p, &last));
     ck_assert_ptr_eq(last, second); /* a refusal leaves the hint */
-    ck_assert(convoy__hostslab_map_locked(hs, b + 300, 8, &dev_p, &last)); /* back, by search */
+    ck_assert(convoy__hostslab_map_locked(slabs, b + 300, 8, &dev_p, &last)); /* back, by search */
     ck_assert_ptr_eq(last, first);
     convoy__hostslab_unlock(hs);
 
@@ -407,15 +407,21 @@ END_TEST
 
 /* ---- copyargs ---------------------------------------------------------------------- */
 
+/* A device record with only what the checks read: its name, fake0, and max_batch. */
+static void fake_copy_device(convoy__device_t *dev, int max_batch)
+{
+    memset(dev, 0, sizeof(*dev));
+    strcpy(dev->name, "fake0");
+    dev->max_batch = max_batch;
+}
+
 START_TEST(copy_checks)
 {
     /* Proves: the checks of memcpy and memcpy_multi name the device, the call and the
      * first thing wrong: NULL copies, n outside 1..max_batch, a NULL pointer or empty
      * copy, an unknown direction, a NULL stream (checked after the copies). */
     convoy__device_t dev;
-    memset(&dev, 0, sizeof(dev));
-    strcpy(dev.name, "fake0");
-    dev.max_batch = 4;
+    fake_copy_device(&dev, 4);
     char buf[64];
     convoy__stream_t *s = (convoy__stream_t *)(void *)buf;
     convoy__copy_t c[5];
@@ -437,6 +443,47 @@ START_TEST(copy_checks)
     tu_assert_error_has(NULL, "fake0: memcpy_multi: copy 3: dir 3 is unknown");
     ck_assert_int_eq(convoy__copyargs_check(&dev, "memcpy", NULL, c, 1), CONVOY_ERR_INVALID);
     tu_assert_error_has(NULL, "fake0: memcpy: NULL stream");
+}
+END_TEST
+
+START_TEST(copy_summary)
+{
+    /* Proves: the check's pass also sums what a device's method choice reads: the bytes,
+     * the host sides not flagged pinned (a D2D copy has none) and how many of those are
+     * device to host; a failed check leaves the summary as it was. */
+    convoy__device_t dev;
+    fake_copy_device(&dev, 8);
+    char buf[64];
+    convoy__stream_t *s = (convoy__stream_t *)(void *)buf;
+    convoy__copy_t c[5] = {
+        {.dst = buf, .src = buf + 8, .bytes = 8, .dir = CONVOY__H2D},
+        {.dst = buf, .src = buf + 8, .bytes = 16, .dir = CONVOY__D2H},
+        {.dst = buf,
+         .src = buf + 8,
+         .bytes = 4,
+         .dir = CONVOY__D2H,
+         .flags = CONVOY__COPY_HOST_PINNED},
+        {.dst = buf, .src = buf + 8, .bytes = 2, .dir = CONVOY__D2D},
+        {.dst = buf,
+         .src = buf + 8,
+         .bytes = 1,
+         .dir = CONVOY__H2D,
+         .flags = CONVOY__COPY_HOST_PINNED},
+    };
+    convoy__copy_summary_t sum;
+    ck_assert_int_eq(convoy__copyargs_scan(&dev, "memcpy_multi", s, c, 5, &sum), CONVOY_SUCCESS);
+    ck_assert_uint_eq(sum.bytes, 31);
+    ck_assert_int_eq(sum.pageable, 2);
+    ck_assert_int_eq(sum.pageable_d2h, 1);
+    ck_assert_int_eq(convoy__copyargs_scan(&dev, "memcpy_multi", s, c + 2, 3, &sum),
+                     CONVOY_SUCCESS);
+    ck_assert_uint_eq(sum.bytes, 7);
+    ck_assert_int_eq(sum.pageable, 0);
+    ck_assert_int_eq(sum.pageable_d2h, 0);
+    c[4].bytes = 0;
+    ck_assert_int_eq(convoy__copyargs_scan(&dev, "memcpy_multi", s, c, 5, &sum),
+                     CONVOY_ERR_INVALID);
+    ck_assert_uint_eq(sum.bytes, 7);
 }
 END_TEST
 
@@ -483,6 +530,7 @@ static Suite *suite(void)
 
     tc = tu_tcase(s, "copyargs", 20);
     tcase_add_test(tc, copy_checks);
+    tcase_add_test(tc, copy_summary);
     tcase_add_test(tc, copy_arrays);
     return s;
 }

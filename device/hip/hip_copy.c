@@ -97,12 +97,9 @@ static convoy_status_t copy_engine(convoy__hip_dev_t *dev, hipStream_t s,
 
 /* auto: pageable device-to-host copies one call each (batching them is 2.5-4x slower,
  * PHYSICS.md s2); a single copy alone; else the batch call where the runtime has it. */
-static int auto_method(const convoy__hip_dev_t *dev, const convoy__copy_t *copies, int n)
+static int auto_method(const convoy__hip_dev_t *dev, int n, const convoy__copy_summary_t *sum)
 {
-    for (int i = 0; i < n; i++)
-        if (copies[i].dir == CONVOY__D2H && !(copies[i].flags & CONVOY__COPY_HOST_PINNED))
-            return CONVOY__METHOD_LOOP;
-    if (n == 1)
+    if (sum->pageable_d2h > 0 || n == 1)
         return CONVOY__METHOD_LOOP;
     return (dev->base.methods >> CONVOY__METHOD_ENGINE) & 1u ? CONVOY__METHOD_ENGINE
                                                              : CONVOY__METHOD_LOOP;
@@ -131,7 +128,8 @@ convoy_status_t convoy__hip_memcpy_multi(convoy__device_t *d, convoy__stream_t *
     int done = 0;
     if (submitted_p != NULL)
         *submitted_p = 0;
-    convoy_status_t st = convoy__copyargs_check(d, "memcpy_multi", stream, copies, n);
+    convoy__copy_summary_t sum;
+    convoy_status_t st = convoy__copyargs_scan(d, "memcpy_multi", stream, copies, n, &sum);
     if (st == CONVOY_SUCCESS && method >= 0 &&
         (method >= CONVOY__METHOD_COUNT || !((d->methods >> method) & 1u)))
         st = convoy__error(d->ctx, CONVOY_ERR_INVALID,
@@ -146,7 +144,7 @@ convoy_status_t convoy__hip_memcpy_multi(convoy__device_t *d, convoy__stream_t *
     if (st != CONVOY_SUCCESS)
         return st;
     hipStream_t s = (hipStream_t)(void *)stream;
-    int used = method >= 0 ? method : auto_method(dev, copies, n);
+    int used = method >= 0 ? method : auto_method(dev, n, &sum);
 #if CONVOY_HAVE_HIP_BATCH
     if (used == CONVOY__METHOD_ENGINE) {
         pthread_mutex_lock(&dev->eng_lock);
