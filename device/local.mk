@@ -52,6 +52,7 @@ convoy_cuda_sources = \
 	device/cuda/cuda_err.c \
 	device/cuda/cuda_mem.c \
 	device/cuda/cuda_stream.c \
+	device/cuda/cuda_event.c \
 	device/cuda/cuda_copy.c \
 	device/cuda/cuda_hostmem.c \
 	device/cuda/cuda_copy_kernel.cu

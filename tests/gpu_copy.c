@@ -22,6 +22,9 @@
  *  - the engine method splits a submission into batch calls of cuda_engine_max_copies
  *    and counts the calls before a failing one as enqueued;
  *  - launches report CUDA errors a chore leaves, and not its own return value;
+ *  - events polled through the flags the GPU writes say a copy is over only once its
+ *    bytes have landed, and an event recorded again is not over at once (cuda_event_flags
+ *    1 and 0);
  *  - the device pool aligns, separates and coalesces allocations and reports
  *    CONVOY_ERR_NOMEM past cuda_memory; pinned host allocation is thread-safe.
  * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed"; a fatal CUDA
@@ -39,6 +42,7 @@
 #include <cuda_runtime_api.h>
 
 #include "convoy.h"
+#include "device/cuda/cuda_dev.h"
 #include "device/device.h"
 #include "src/context.h"
 
@@ -587,6 +591,103 @@ static void launches_and_events(env_t *e)
     (void)polls;
 }
 
+/*
+ * Events polled through the flags the GPU writes (cuda_event.c), with cuda_event_flags 1
+ * and 0: whether the device took the driver's write call as asked; a D2H copy's bytes
+ * are all home once a poll says its event is over (the flag's write fences the stream's
+ * earlier writes); an event recorded again behind a copy that takes about a millisecond
+ * is not over at once (the flag still holds the previous record's value), and is over
+ * later; twenty events recorded in turn behind copies complete, each after the work
+ * before it; no last error is left.
+ */
+static void event_flags(const char *flags)
+{
+    convoy_param_preset_clear();
+    convoy_param_preset("devices", "cuda");
+    convoy_param_preset("cuda_event_flags", flags);
+    snprintf(doing, sizeof(doing), "events, cuda_event_flags=%s", flags);
+    convoy_context_t *ctx;
+    if (convoy_init(NULL, NULL, &ctx) != CONVOY_SUCCESS) {
+        EXPECT(0, "convoy_init with cuda_event_flags=%s: %s", flags, convoy_last_error(NULL));
+        return;
+    }
+    convoy__device_t *d = convoy__ctx_accel(ctx, 0);
+    convoy__cuda_dev_t *cd = (convoy__cuda_dev_t *)d;
+    int want = strcmp(flags, "1") == 0;
+    EXPECT((cd->write_flag != NULL) == (want && cd->can_map_host),
+           "cuda_event_flags=%s: the driver's write call %s", flags,
+           cd->write_flag != NULL ? "taken" : "not taken");
+    enum { N = 20, SPAN = 32u << 20 };
+    convoy__stream_t *s = NULL;
+    convoy__event_t *ev[N] = {NULL};
+    unsigned char *host = convoy_host_alloc(ctx, SPAN), *back = convoy_host_alloc(ctx, SPAN);
+    unsigned char *dev = NULL;
+    int ok = host != NULL && back != NULL && d->ops->stream_create(d, &s) == CONVOY_SUCCESS &&
+             d->ops->mem_alloc(d, SPAN, (void **)&dev) == CONVOY_SUCCESS;
+    for (int i = 0; i < N && ok; i++)
+        ok = d->ops->event_create(d, &ev[i]) == CONVOY_SUCCESS;
+    EXPECT(ok, "event flags set-up: %s", convoy_last_error(NULL));
+    if (!ok)
+        goto out;
+    for (int round = 0; round < 3; round++) {
+        fill_random(host, SPAN);
+        memset(back, POISON, SPAN);
+        convoy__copy_t in = {.dst = dev,
+                             .src = host,
+                             .bytes = SPAN,
+                             .dir = CONVOY__H2D,
+                             .flags = CONVOY__COPY_HOST_PINNED};
+        convoy__copy_t out = {.dst = back,
+                              .src = dev,
+                              .bytes = SPAN,
+                              .dir = CONVOY__D2H,
+                              .flags = CONVOY__COPY_HOST_PINNED};
+        EXPECT(d->ops->memcpy(d, s, &in) == CONVOY_SUCCESS &&
+                   d->ops->memcpy(d, s, &out) == CONVOY_SUCCESS &&
+                   d->ops->event_record(d, ev[0], s) == CONVOY_SUCCESS,
+               "round %d: copies and record: %s", round, convoy_last_error(NULL));
+        int q = d->ops->event_query(d, ev[0]);
+        EXPECT(q == 0, "round %d: an event behind 64 MiB of copies was over at once (%d)", round,
+               q);
+        while ((q = d->ops->event_query(d, ev[0])) == 0)
+            ;
+        EXPECT(q == 1 && memcmp(back, host, SPAN) == 0,
+               "round %d: query %d, and the bytes home %s once the event was over", round, q,
+               memcmp(back, host, SPAN) == 0 ? "match" : "do not match");
+    }
+    /* Twenty events in turn, each behind a copy of its own slice. */
+    for (int i = 0; i < N; i++) {
+        convoy__copy_t c = {.dst = back + (size_t)i * (SPAN / N),
+                            .src = dev + (size_t)i * (SPAN / N),
+                            .bytes = SPAN / N,
+                            .dir = CONVOY__D2H,
+                            .flags = CONVOY__COPY_HOST_PINNED};
+        EXPECT(d->ops->memcpy(d, s, &c) == CONVOY_SUCCESS &&
+                   d->ops->event_record(d, ev[i], s) == CONVOY_SUCCESS,
+               "event %d: %s", i, convoy_last_error(NULL));
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        int q;
+        while ((q = d->ops->event_query(d, ev[i])) == 0)
+            ;
+        EXPECT(q == 1, "event %d of %d: query %d", i, N, q);
+        for (int j = 0; j < i; j++) /* the earlier ones are over too */
+            EXPECT(d->ops->event_query(d, ev[j]) == 1, "event %d not over after event %d", j, i);
+    }
+    EXPECT(cudaGetLastError() == cudaSuccess, "polling flagged events left a last error");
+out:
+    for (int i = 0; i < N; i++)
+        if (ev[i] != NULL)
+            d->ops->event_destroy(d, ev[i]);
+    if (dev != NULL)
+        d->ops->mem_free(d, dev);
+    if (s != NULL)
+        d->ops->stream_destroy(d, s);
+    convoy_host_free(ctx, host);
+    convoy_host_free(ctx, back);
+    convoy_fini(ctx);
+}
+
 /* ---- memory ------------------------------------------------------------------------- */
 
 struct host_thread {
@@ -982,6 +1083,8 @@ int main(void)
 
     sm_ring_stress("mapped");
     sm_ring_stress("device");
+    event_flags("1");
+    event_flags("0");
     engine_split();
     doing[0] = '\0';
     device_pool();

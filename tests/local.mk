@@ -281,6 +281,7 @@ stress: $(convoy_check_suites) tests/stress_misuse
 # Stand-in vendor headers: .ci/test ports compiles device/cuda/ and device/hip/ against
 # them for each runtime version (tests/ports/check.sh).
 EXTRA_DIST += tests/ports/check.sh tests/ports/include/cuda_runtime_api.h \
+	tests/ports/include/cuda.h \
 	tests/ports/include/nvtx3/nvToolsExt.h tests/ports/include/hip/hip_runtime_api.h
 
 # The distributed mode (doc/dist.md): MPI programs, run by tests/dist_mpirun.sh under

@@ -8,7 +8,8 @@
  *                       even when the component is a module)
  *   cuda_err.c          the slow path of CONVOY_CUDA_CALL, sticky errors
  *   cuda_mem.c          device memory: the CUDA calls under the pool of cudaMalloc chunks
- *   cuda_stream.c       streams, events, launches
+ *   cuda_stream.c       streams, launches
+ *   cuda_event.c        events, polled through flags the GPU writes
  *   cuda_copy.c         memcpy and memcpy_multi (loop, engine, sm, auto)
  *   cuda_copy_kernel.cu the SM copy kernel (cuda_kernel.h)
  *   cuda_hostmem.c      pinned, mapped host slabs (convoy_host_alloc): the CUDA calls
@@ -109,6 +110,14 @@ typedef struct convoy__cuda_dev {
     int sm_threads;        /* threads per block */
     size_t sm_block_bytes; /* a copy gets one more block per this many bytes */
     int sm_desc_device;    /* cuda_sm_desc=device: the kernel reads a device copy */
+
+    /* Events' flags (cuda_event.c): pages of mapped pinned memory, a free list of flags
+     * under flags_lock, the driver's cuStreamWriteValue32 (NULL: no flags). */
+    pthread_mutex_t flags_lock;
+    struct convoy__cuda_flag_page *flag_pages;
+    void *free_flags;
+    void *write_flag;
+    int flags_unlanded; /* flags of destroyed events whose write may still come */
 } convoy__cuda_dev_t;
 
 static inline convoy__cuda_dev_t *convoy__cuda_dev(convoy__device_t *d)
@@ -136,29 +145,29 @@ convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t 
                                           const convoy__copy_t *copies, int n, int method,
                                           int *submitted_p, int *method_p);
 
-/* cuda_stream.c: the stream, event and launch ops (device.h) */
+/* cuda_stream.c: the stream and launch ops (device.h) */
 convoy_status_t convoy__cuda_stream_create(convoy__device_t *d, convoy__stream_t **stream_p);
 void convoy__cuda_stream_destroy(convoy__device_t *d, convoy__stream_t *stream);
 void *convoy__cuda_stream_native(convoy__device_t *d, convoy__stream_t *stream);
+convoy_status_t convoy__cuda_stream_sync(convoy__device_t *d, convoy__stream_t *stream);
+convoy_status_t convoy__cuda_launch(convoy__device_t *d, convoy__stream_t *stream,
+                                    convoy__launch_fn fn, void *arg);
+
+/* cuda_event.c: the event ops (device.h); init takes the driver's write call when
+ * want_flags (cuda_event_flags) asks for flags, fini frees the flags' pages. */
+convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags);
+void convoy__cuda_events_fini(convoy__cuda_dev_t *dev);
 convoy_status_t convoy__cuda_event_create(convoy__device_t *d, convoy__event_t **event_p);
 void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event);
 convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *event,
                                           convoy__stream_t *stream);
 int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event);
-convoy_status_t convoy__cuda_stream_sync(convoy__device_t *d, convoy__stream_t *stream);
 convoy_status_t convoy__cuda_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
                                                convoy__event_t *event);
-convoy_status_t convoy__cuda_launch(convoy__device_t *d, convoy__stream_t *stream,
-                                    convoy__launch_fn fn, void *arg);
 
 static inline cudaStream_t convoy__cuda_stream(convoy__stream_t *s)
 {
     return (cudaStream_t)(void *)s;
-}
-
-static inline cudaEvent_t convoy__cuda_event(convoy__event_t *e)
-{
-    return (cudaEvent_t)(void *)e;
 }
 
 /* NVTX ranges around what convoy submits, so that Nsight Systems shows convoy's stages

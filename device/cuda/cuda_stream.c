@@ -37,49 +37,6 @@ void *convoy__cuda_stream_native(convoy__device_t *d, convoy__stream_t *stream)
     return (void *)convoy__cuda_stream(stream);
 }
 
-convoy_status_t convoy__cuda_event_create(convoy__device_t *d, convoy__event_t **event_p)
-{
-    convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
-    cudaEvent_t e;
-    convoy_status_t st = convoy__cuda_enter(dev);
-    if (st == CONVOY_SUCCESS)
-        st =
-            CONVOY_CUDA_CALL(d->ctx, d->name, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    if (st == CONVOY_SUCCESS)
-        *event_p = (convoy__event_t *)(void *)e;
-    return st;
-}
-
-void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event)
-{
-    if (event == NULL)
-        return;
-    if (convoy__cuda_enter(convoy__cuda_dev(d)) == CONVOY_SUCCESS)
-        CONVOY_CUDA_CALL(d->ctx, d->name, cudaEventDestroy(convoy__cuda_event(event)));
-}
-
-convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *event,
-                                          convoy__stream_t *stream)
-{
-    convoy_status_t st = convoy__cuda_enter(convoy__cuda_dev(d));
-    if (st != CONVOY_SUCCESS)
-        return st;
-    return CONVOY_CUDA_CALL(
-        d->ctx, d->name, cudaEventRecord(convoy__cuda_event(event), convoy__cuda_stream(stream)));
-}
-
-/* Polled often by the progress thread: no cudaSetDevice (an event query does not depend
- * on the current device). NotReady is not an error and leaves the last error alone. */
-int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event)
-{
-    cudaError_t rc = cudaEventQuery(convoy__cuda_event(event));
-    if (rc == cudaSuccess)
-        return 1;
-    if (rc == cudaErrorNotReady)
-        return 0;
-    return (int)CONVOY_CUDA_CALL(d->ctx, d->name, rc);
-}
-
 /* The pipeline's last resort when no event can be recorded (pipeline.c). */
 convoy_status_t convoy__cuda_stream_sync(convoy__device_t *d, convoy__stream_t *stream)
 {
@@ -87,17 +44,6 @@ convoy_status_t convoy__cuda_stream_sync(convoy__device_t *d, convoy__stream_t *
     if (st != CONVOY_SUCCESS)
         return st;
     return CONVOY_CUDA_CALL(d->ctx, d->name, cudaStreamSynchronize(convoy__cuda_stream(stream)));
-}
-
-convoy_status_t convoy__cuda_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
-                                               convoy__event_t *event)
-{
-    convoy_status_t st = convoy__cuda_enter(convoy__cuda_dev(d));
-    if (st != CONVOY_SUCCESS)
-        return st;
-    return CONVOY_CUDA_CALL(
-        d->ctx, d->name,
-        cudaStreamWaitEvent(convoy__cuda_stream(stream), convoy__cuda_event(event), 0));
 }
 
 /*

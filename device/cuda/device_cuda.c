@@ -139,7 +139,9 @@ static convoy_status_t cuda_open(convoy_context_t *ctx, int local_index, int glo
     if (st != CONVOY_SUCCESS)
         goto err_free;
     /* From here on cuda_close undoes whatever was done. */
-    if ((st = convoy__cuda_copy_init(dev)) != CONVOY_SUCCESS)
+    if ((st = convoy__cuda_events_init(dev, (int)convoy__param_int(p, "cuda_event_flags"))) !=
+            CONVOY_SUCCESS ||
+        (st = convoy__cuda_copy_init(dev)) != CONVOY_SUCCESS)
         goto err_close;
     dev->hostmem = convoy__hostslab_attach(&convoy__cuda_hostslab_ops, ctx,
                                            (size_t)convoy__param_int(p, "cuda_host_slab"));
@@ -178,6 +180,7 @@ static void cuda_close(convoy__device_t *d)
     if (convoy__cuda_enter(dev) != CONVOY_SUCCESS)
         convoy__log_warn("%s: close: %s", d->name, convoy_last_error(NULL));
     convoy__cuda_copy_fini(dev);
+    convoy__cuda_events_fini(dev);
     convoy__devpool_fini(&dev->pool);
     convoy__hostslab_detach(dev->hostmem);
     free(dev);

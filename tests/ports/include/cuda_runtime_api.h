@@ -3,7 +3,8 @@
  * files of device/cuda/ use, so that they compile on a machine without CUDA. The
  * version is CONVOY_PORT_CUDART (default 13000); cudaMemcpyBatchAsync has the
  * signature of that version: 12.8 (non-const arrays, failIdx), 12.9 (const arrays,
- * failIdx), 13.0 (no failIdx), none before 12.8. Not for linking.
+ * failIdx), 13.0 (no failIdx), none before 12.8; cudaGetDriverEntryPointByVersion from
+ * 12.5. Not for linking.
  */
 #ifndef CONVOY_PORT_CUDA_RUNTIME_API_H
 #define CONVOY_PORT_CUDA_RUNTIME_API_H
@@ -87,6 +88,19 @@ cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream);
+cudaError_t cudaDeviceSynchronize(void);
+
+#if CUDART_VERSION >= 12050
+#define cudaEnableDefault 0x0
+enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+    cudaDriverEntryPointVersionNotSufficent = 2,
+};
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus);
+#endif
 
 #if CUDART_VERSION >= 12080
 enum cudaMemcpySrcAccessOrder { cudaMemcpySrcAccessOrderStream = 1 };
