@@ -24,7 +24,8 @@
  *  - launches report CUDA errors a chore leaves, and not its own return value;
  *  - events polled through the flags the GPU writes say a copy is over only once its
  *    bytes have landed, and an event recorded again is not over at once (cuda_event_flags
- *    1 and 0);
+ *    1 and 0), and a fault still shows in the poll of an event whose flag will never come
+ *    (in a process of its own);
  *  - the device pool aligns, separates and coalesces allocations and reports
  *    CONVOY_ERR_NOMEM past cuda_memory; pinned host allocation is thread-safe.
  * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed"; a fatal CUDA
@@ -33,11 +34,15 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -591,14 +596,43 @@ static void launches_and_events(env_t *e)
     (void)polls;
 }
 
+/* Polls ev until it is over; its last answer (1, or negative on a failure). */
+static int wait_over(convoy__device_t *d, convoy__event_t *ev)
+{
+    int q;
+    while ((q = d->ops->event_query(d, ev)) == 0)
+        ;
+    return q;
+}
+
+/* host to dev and back to back on s, about a millisecond of copies, ev recorded behind. */
+static int there_and_back(convoy__device_t *d, convoy__stream_t *s, convoy__event_t *ev,
+                          unsigned char *host, unsigned char *dev, unsigned char *back, size_t span)
+{
+    convoy__copy_t in = {.dst = dev,
+                         .src = host,
+                         .bytes = span,
+                         .dir = CONVOY__H2D,
+                         .flags = CONVOY__COPY_HOST_PINNED};
+    convoy__copy_t out = {.dst = back,
+                          .src = dev,
+                          .bytes = span,
+                          .dir = CONVOY__D2H,
+                          .flags = CONVOY__COPY_HOST_PINNED};
+    return d->ops->memcpy(d, s, &in) == CONVOY_SUCCESS &&
+           d->ops->memcpy(d, s, &out) == CONVOY_SUCCESS &&
+           d->ops->event_record(d, ev, s) == CONVOY_SUCCESS;
+}
+
 /*
  * Events polled through the flags the GPU writes (cuda_event.c), with cuda_event_flags 1
- * and 0: whether the device took the driver's write call as asked; a D2H copy's bytes
- * are all home once a poll says its event is over (the flag's write fences the stream's
- * earlier writes); an event recorded again behind a copy that takes about a millisecond
- * is not over at once (the flag still holds the previous record's value), and is over
- * later; twenty events recorded in turn behind copies complete, each after the work
- * before it; no last error is left.
+ * and 0: whether the device took the driver's write call as asked, and whether polls were
+ * answered by flags; the bytes of a D2H copy (by the copy engine, and by the SM kernel
+ * writing mapped memory) are all home once a poll says its event is over; an event
+ * recorded again, on the other stream, behind copies that take about a millisecond is
+ * not over at once, and is over later; so is a new event that took a destroyed one's
+ * flag; twenty events recorded in turn complete, each after the work before it; no last
+ * error is left.
  */
 static void event_flags(const char *flags)
 {
@@ -613,79 +647,182 @@ static void event_flags(const char *flags)
     }
     convoy__device_t *d = convoy__ctx_accel(ctx, 0);
     convoy__cuda_dev_t *cd = (convoy__cuda_dev_t *)d;
-    int want = strcmp(flags, "1") == 0;
-    EXPECT((cd->write_flag != NULL) == (want && cd->can_map_host),
-           "cuda_event_flags=%s: the driver's write call %s", flags,
-           cd->write_flag != NULL ? "taken" : "not taken");
-    enum { N = 20, SPAN = 32u << 20 };
-    convoy__stream_t *s = NULL;
+    int want = strcmp(flags, "1") == 0 && cd->can_map_host && CUDART_VERSION >= 12050;
+    EXPECT((cd->write_flag != NULL) == want, "cuda_event_flags=%s: the driver's write call %s",
+           flags, cd->write_flag != NULL ? "taken" : "not taken");
+    enum { N = 20, SPAN = 32u << 20, CHUNK = 8192 };
+    convoy__stream_t *s[2] = {NULL, NULL};
     convoy__event_t *ev[N] = {NULL};
     unsigned char *host = convoy_host_alloc(ctx, SPAN), *back = convoy_host_alloc(ctx, SPAN);
     unsigned char *dev = NULL;
-    int ok = host != NULL && back != NULL && d->ops->stream_create(d, &s) == CONVOY_SUCCESS &&
+    convoy__copy_t *c = malloc((SPAN / CHUNK) * sizeof(*c));
+    int ok = host != NULL && back != NULL && c != NULL &&
+             d->ops->stream_create(d, &s[0]) == CONVOY_SUCCESS &&
+             d->ops->stream_create(d, &s[1]) == CONVOY_SUCCESS &&
              d->ops->mem_alloc(d, SPAN, (void **)&dev) == CONVOY_SUCCESS;
     for (int i = 0; i < N && ok; i++)
         ok = d->ops->event_create(d, &ev[i]) == CONVOY_SUCCESS;
     EXPECT(ok, "event flags set-up: %s", convoy_last_error(NULL));
     if (!ok)
         goto out;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 4; round++) {
         fill_random(host, SPAN);
         memset(back, POISON, SPAN);
-        convoy__copy_t in = {.dst = dev,
-                             .src = host,
-                             .bytes = SPAN,
-                             .dir = CONVOY__H2D,
-                             .flags = CONVOY__COPY_HOST_PINNED};
-        convoy__copy_t out = {.dst = back,
-                              .src = dev,
-                              .bytes = SPAN,
-                              .dir = CONVOY__D2H,
-                              .flags = CONVOY__COPY_HOST_PINNED};
-        EXPECT(d->ops->memcpy(d, s, &in) == CONVOY_SUCCESS &&
-                   d->ops->memcpy(d, s, &out) == CONVOY_SUCCESS &&
-                   d->ops->event_record(d, ev[0], s) == CONVOY_SUCCESS,
+        EXPECT(there_and_back(d, s[round % 2], ev[0], host, dev, back, SPAN),
                "round %d: copies and record: %s", round, convoy_last_error(NULL));
         int q = d->ops->event_query(d, ev[0]);
         EXPECT(q == 0, "round %d: an event behind 64 MiB of copies was over at once (%d)", round,
                q);
-        while ((q = d->ops->event_query(d, ev[0])) == 0)
-            ;
+        q = wait_over(d, ev[0]);
         EXPECT(q == 1 && memcmp(back, host, SPAN) == 0,
                "round %d: query %d, and the bytes home %s once the event was over", round, q,
                memcmp(back, host, SPAN) == 0 ? "match" : "do not match");
     }
+    if (has(d, CONVOY__METHOD_SM)) { /* the kernel's writes to mapped memory */
+        memset(back, POISON, SPAN);
+        for (int i = 0; i < SPAN / CHUNK; i++)
+            c[i] = (convoy__copy_t){.dst = back + (size_t)i * CHUNK,
+                                    .src = dev + (size_t)i * CHUNK,
+                                    .bytes = CHUNK,
+                                    .dir = CONVOY__D2H,
+                                    .flags = CONVOY__COPY_HOST_PINNED};
+        int done = 0, used = -1;
+        EXPECT(d->ops->memcpy_multi(d, s[1], c, SPAN / CHUNK, CONVOY__METHOD_SM, &done, &used) ==
+                       CONVOY_SUCCESS &&
+                   used == CONVOY__METHOD_SM &&
+                   d->ops->event_record(d, ev[1], s[1]) == CONVOY_SUCCESS,
+               "the SM kernel's D2H copies (method %d): %s", used, convoy_last_error(NULL));
+        int q = wait_over(d, ev[1]);
+        EXPECT(q == 1 && memcmp(back, host, SPAN) == 0,
+               "after the SM kernel: query %d, and the bytes home %s once the event was over", q,
+               memcmp(back, host, SPAN) == 0 ? "match" : "do not match");
+    }
+    /* A new event takes the flag of the one just destroyed. */
+    d->ops->event_destroy(d, ev[0]);
+    ev[0] = NULL;
+    EXPECT(d->ops->event_create(d, &ev[0]) == CONVOY_SUCCESS, "event_create again: %s",
+           convoy_last_error(NULL));
+    if (ev[0] != NULL) {
+        EXPECT(there_and_back(d, s[0], ev[0], host, dev, back, SPAN), "a new event's copies: %s",
+               convoy_last_error(NULL));
+        int q = d->ops->event_query(d, ev[0]);
+        EXPECT(q == 0, "a new event on a reused flag was over at once (%d)", q);
+        EXPECT(wait_over(d, ev[0]) == 1, "a new event on a reused flag never completed");
+    }
     /* Twenty events in turn, each behind a copy of its own slice. */
     for (int i = 0; i < N; i++) {
-        convoy__copy_t c = {.dst = back + (size_t)i * (SPAN / N),
-                            .src = dev + (size_t)i * (SPAN / N),
-                            .bytes = SPAN / N,
-                            .dir = CONVOY__D2H,
-                            .flags = CONVOY__COPY_HOST_PINNED};
-        EXPECT(d->ops->memcpy(d, s, &c) == CONVOY_SUCCESS &&
-                   d->ops->event_record(d, ev[i], s) == CONVOY_SUCCESS,
+        convoy__copy_t one = {.dst = back + (size_t)i * (SPAN / N),
+                              .src = dev + (size_t)i * (SPAN / N),
+                              .bytes = SPAN / N,
+                              .dir = CONVOY__D2H,
+                              .flags = CONVOY__COPY_HOST_PINNED};
+        EXPECT(d->ops->memcpy(d, s[0], &one) == CONVOY_SUCCESS &&
+                   d->ops->event_record(d, ev[i], s[0]) == CONVOY_SUCCESS,
                "event %d: %s", i, convoy_last_error(NULL));
     }
     for (int i = N - 1; i >= 0; i--) {
-        int q;
-        while ((q = d->ops->event_query(d, ev[i])) == 0)
-            ;
+        int q = wait_over(d, ev[i]);
         EXPECT(q == 1, "event %d of %d: query %d", i, N, q);
         for (int j = 0; j < i; j++) /* the earlier ones are over too */
             EXPECT(d->ops->event_query(d, ev[j]) == 1, "event %d not over after event %d", j, i);
     }
     EXPECT(cudaGetLastError() == cudaSuccess, "polling flagged events left a last error");
+    EXPECT(want ? cd->flag_answers > 0 : cd->flag_answers == 0,
+           "cuda_event_flags=%s: %llu polls answered by a flag", flags,
+           (unsigned long long)cd->flag_answers);
 out:
     for (int i = 0; i < N; i++)
         if (ev[i] != NULL)
             d->ops->event_destroy(d, ev[i]);
     if (dev != NULL)
         d->ops->mem_free(d, dev);
-    if (s != NULL)
-        d->ops->stream_destroy(d, s);
+    for (int i = 0; i < 2; i++)
+        if (s[i] != NULL)
+            d->ops->stream_destroy(d, s[i]);
     convoy_host_free(ctx, host);
     convoy_host_free(ctx, back);
+    free(c);
     convoy_fini(ctx);
+}
+
+/*
+ * A fault on the GPU while an event's flag is armed: its write never runs, and the poll
+ * must still report the failure (cuda_event.c asks CUDA every 64th poll of a short flag)
+ * instead of waiting for ever. Runs in a process of its own (argv[1] "--event-fault"):
+ * the fault ends the CUDA context of the process. The kernel is a trap, loaded from PTX
+ * through the driver's entry points (this file is C, compiled without nvcc).
+ */
+static const char trap_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                               ".visible .entry convoy_test_trap()\n{\n\ttrap;\n}\n";
+
+typedef CUresult (*module_load_fn)(CUmodule *, const void *);
+typedef CUresult (*module_get_fn)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*launch_kernel_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                     unsigned, unsigned, CUstream, void **, void **);
+
+static void *driver_call(const char *name)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+        return NULL;
+    return fn;
+}
+
+/* The child: 0 when the poll reported the fault, else a code the parent names. */
+static int event_fault_child(void)
+{
+    convoy_context_t *ctx = start(NULL, NULL);
+    convoy__device_t *d = convoy__ctx_accel(ctx, 0);
+    convoy__stream_t *s = NULL;
+    convoy__event_t *ev = NULL;
+    module_load_fn load = (module_load_fn)driver_call("cuModuleLoadData");
+    module_get_fn get = (module_get_fn)driver_call("cuModuleGetFunction");
+    launch_kernel_fn launch = (launch_kernel_fn)driver_call("cuLaunchKernel");
+    CUmodule m;
+    CUfunction f;
+    if (((convoy__cuda_dev_t *)d)->write_flag == NULL)
+        return 10; /* no flags: nothing of this test's to prove */
+    if (d->ops->stream_create(d, &s) != CONVOY_SUCCESS ||
+        d->ops->event_create(d, &ev) != CONVOY_SUCCESS || load == NULL || get == NULL ||
+        launch == NULL || cudaSetDevice(0) != cudaSuccess || load(&m, trap_ptx) != CUDA_SUCCESS ||
+        get(&f, m, "convoy_test_trap") != CUDA_SUCCESS)
+        return 2;
+    CUstream cs = (CUstream)d->ops->stream_native(d, s);
+    if (launch(f, 1, 1, 1, 1, 1, 1, 0, cs, NULL, NULL) != CUDA_SUCCESS ||
+        d->ops->event_record(d, ev, s) != CONVOY_SUCCESS)
+        return 3;
+    int q = 0;
+    for (long polls = 0; q == 0 && polls < 100000000L; polls++)
+        q = d->ops->event_query(d, ev);
+    if (q == 0)
+        return 4; /* still not over after 10^8 polls */
+    if (q > 0)
+        return 5; /* over, with no failure */
+    printf("gpu_copy: the fault reported: %s\n", convoy_last_error(NULL));
+    fflush(stdout);
+    _exit(0); /* the context is gone: no teardown */
+}
+
+static void event_fault(void)
+{
+    snprintf(doing, sizeof(doing), "an event's flag behind a fault");
+    char *argv[] = {"gpu_copy", "--event-fault", NULL};
+    pid_t pid;
+    int status = 0;
+    fflush(stdout);
+    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ);
+    EXPECT(rc == 0, "posix_spawn of /proc/self/exe: %s", strerror(rc));
+    if (rc != 0)
+        return;
+    EXPECT(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    EXPECT(code == 0 || code == 10,
+           "the fault child exited %d (2: set-up, 3: launch or record, 4: the poll never "
+           "ended, 5: over with no failure)",
+           code);
 }
 
 /* ---- memory ------------------------------------------------------------------------- */
@@ -1006,7 +1143,9 @@ static void device_pool(void)
     convoy_fini(ctx);
 }
 
-int main(void)
+extern char **environ;
+
+int main(int argc, char **argv)
 {
     int ndev = 0;
     cudaError_t rc = cudaGetDeviceCount(&ndev);
@@ -1014,6 +1153,8 @@ int main(void)
         printf("SKIP: no CUDA device (%s)\n", rc != cudaSuccess ? cudaGetErrorName(rc) : "none");
         return 77;
     }
+    if (argc > 1 && strcmp(argv[1], "--event-fault") == 0)
+        return event_fault_child();
     const char *seed = getenv("CONVOY_TEST_SEED");
     rng = seed != NULL ? strtoull(seed, NULL, 10) : 1;
     clean_environment();
@@ -1085,6 +1226,7 @@ int main(void)
     sm_ring_stress("device");
     event_flags("1");
     event_flags("0");
+    event_fault();
     engine_split();
     doing[0] = '\0';
     device_pool();

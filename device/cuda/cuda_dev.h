@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda.h> /* types and constants of the driver calls taken by entry point */
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h> /* header-only: no library to link */
 
@@ -82,6 +83,12 @@ typedef struct convoy__cuda_sm_sub {
     int span; /* slots it holds, counting the ring's tail it skipped to stay contiguous */
 } convoy__cuda_sm_sub_t;
 
+/* Events' flags (cuda_event.c). */
+typedef struct convoy__cuda_flag_slot convoy__cuda_flag_slot_t;
+typedef struct convoy__cuda_flag_page convoy__cuda_flag_page_t;
+typedef CUresult (*convoy__cuda_write32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                            unsigned int flags);
+
 typedef struct convoy__cuda_dev {
     convoy__device_t base; /* first: what the pipeline sees */
     int ordinal;           /* the CUDA device number (cudaSetDevice) */
@@ -111,13 +118,14 @@ typedef struct convoy__cuda_dev {
     size_t sm_block_bytes; /* a copy gets one more block per this many bytes */
     int sm_desc_device;    /* cuda_sm_desc=device: the kernel reads a device copy */
 
-    /* Events' flags (cuda_event.c): pages of mapped pinned memory, a free list of flags
-     * under flags_lock, the driver's cuStreamWriteValue32 (NULL: no flags). */
+    /* Events' flags (cuda_event.c): pages of mapped pinned memory and a free list of
+     * their slots under flags_lock; the driver's cuStreamWriteValue32 (NULL: no flags). */
     pthread_mutex_t flags_lock;
-    struct convoy__cuda_flag_page *flag_pages;
-    void *free_flags;
-    void *write_flag;
-    int flags_unlanded; /* flags of destroyed events whose write may still come */
+    convoy__cuda_flag_page_t *flag_pages;
+    convoy__cuda_flag_slot_t *free_slots;
+    convoy__cuda_write32_fn write_flag;
+    int flags_warned;      /* a flag could not be had or written: said once */
+    uint64_t flag_answers; /* queries answered by a flag (tests, the debug log) */
 } convoy__cuda_dev_t;
 
 static inline convoy__cuda_dev_t *convoy__cuda_dev(convoy__device_t *d)

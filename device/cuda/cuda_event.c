@@ -5,50 +5,57 @@
  * progress thread polls every event it waits for once a pass: in mixed_latency it spent
  * 40% of its time there (doc/results.md, 2026-12-04). So each event also has a flag in
  * mapped pinned host memory, and recording the event enqueues behind it a write of the
- * flag's next value (cuStreamWriteValue32, whose default fences the stream's earlier
+ * flag's next count (cuStreamWriteValue32, whose default fences the stream's earlier
  * writes, as __threadfence_system does). A poll reads the flag: a load, no call. The flag
  * says nothing of failures (after a fault the write never runs), so a poll that finds
- * it unset asks CUDA itself every FLAG_POLLS_PER_QUERY polls, and an event whose write
+ * it short asks CUDA itself every FLAG_POLLS_PER_QUERY polls, and an event whose write
  * could not be enqueued is asked every time.
  *
- * Flags are 64 bytes apart (a line each: the GPU's write to one event's flag does not
- * evict another's), carved from pages of cudaHostAlloc memory kept until the device
- * closes, and reused through a free list. cuda_event_flags=off, or a driver without
- * cuStreamWriteValue32, leaves every query to CUDA.
+ * Flags are 64 bytes apart (a line each: the GPU's write to one flag does not evict
+ * another's), in pages of cudaHostAlloc memory kept until the device closes. A flag's
+ * count only grows, over every event that ever held it: the host keeps in its slot the
+ * last count it enqueued, and an event waits for a count above every earlier one. So a
+ * write still on its way from an earlier record, of this event or of the slot's
+ * earlier owner, on this stream or another, can only ever look older, and a slot is
+ * reused as soon as its event is destroyed. The GPU writes nothing but the flags (the
+ * free list is in the host's own memory).
+ *
+ * One thread polls an event at a time (the progress thread: device.h); the slots' free
+ * list has a lock, because tests and benchmarks create events from their own threads.
+ * cuda_event_flags=0, a runtime older than 12.5, a driver without cuStreamWriteValue32
+ * or a GPU that cannot map host memory leave every query to CUDA.
  */
 #include "config.h"
 
 #include <stdlib.h>
 
-#include <cuda.h>
-
 #include "device/cuda/cuda_dev.h"
 
 #define FLAG_STRIDE 64          /* bytes between two flags: a cache line */
-#define FLAG_PAGE 4096          /* bytes of pinned memory taken at a time */
-#define FLAG_POLLS_PER_QUERY 64 /* unset flag polls between two cudaEventQuery calls */
+#define FLAG_PAGE 65536         /* bytes of pinned memory taken at a time: 1024 flags */
+#define FLAG_POLLS_PER_QUERY 64 /* polls of a short flag between two cudaEventQuery calls */
 
-typedef CUresult (*write32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                               unsigned int flags);
+/* A flag and what the host knows of it. */
+struct convoy__cuda_flag_slot {
+    struct convoy__cuda_flag_slot *next; /* the free list */
+    uint32_t *flag;                      /* in a page: the GPU's writes land here */
+    void *flag_dev;                      /* its device pointer */
+    uint32_t issued;                     /* the last count enqueued to it, by any event */
+};
 
-/* One page of flags, for the teardown. */
+/* One page of flags and its slots, for the teardown. */
 struct convoy__cuda_flag_page {
     struct convoy__cuda_flag_page *next;
     void *host;
+    convoy__cuda_flag_slot_t slots[FLAG_PAGE / FLAG_STRIDE];
 };
-
-/* A free flag: its slot holds the next free one's address. */
-typedef struct free_flag {
-    struct free_flag *next;
-} free_flag_t;
 
 typedef struct convoy__cuda_event {
     cudaEvent_t ev;
-    uint32_t *flag; /* NULL: no flag, CUDA answers every query */
-    void *flag_dev; /* its device pointer */
-    uint32_t seq;   /* the value the last armed record's write leaves */
-    uint32_t polls; /* unset flag polls since CUDA was last asked */
-    int armed;      /* the last record enqueued the flag's write */
+    convoy__cuda_flag_slot_t *slot; /* NULL: no flag, CUDA answers every query */
+    uint32_t seq;                   /* the count the last armed record's write leaves */
+    uint32_t polls;                 /* short-flag polls since CUDA was last asked */
+    int armed;                      /* the last record enqueued the flag's write */
 } convoy__cuda_event_t;
 
 static convoy__cuda_event_t *event_of(convoy__event_t *e)
@@ -56,13 +63,24 @@ static convoy__cuda_event_t *event_of(convoy__event_t *e)
     return (convoy__cuda_event_t *)(void *)e;
 }
 
+/* Say once per device why its events go without flags from now on (or in part). */
+static void flags_warn_once(convoy__cuda_dev_t *dev, const char *what, int code)
+{
+    if (__atomic_exchange_n(&dev->flags_warned, 1, __ATOMIC_RELAXED))
+        return;
+    convoy__log_warn("%s: %s (%d): some events are polled through cudaEventQuery (1.4-1.7 us "
+                     "a poll on the H200 host) instead of their flag",
+                     dev->base.name, what, code);
+}
+
 convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags)
 {
     pthread_mutex_init(&dev->flags_lock, NULL);
     dev->flag_pages = NULL;
-    dev->free_flags = NULL;
+    dev->free_slots = NULL;
     dev->write_flag = NULL;
-    dev->flags_unlanded = 0;
+    dev->flags_warned = 0;
+    dev->flag_answers = 0;
     if (!want_flags || !dev->can_map_host)
         return CONVOY_SUCCESS;
 #if CUDART_VERSION >= 12050
@@ -71,14 +89,16 @@ convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags
     cudaError_t rc = cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000,
                                                       cudaEnableDefault, &found);
     if (rc == cudaSuccess && found == cudaDriverEntryPointSuccess && fn != NULL)
-        dev->write_flag = fn;
+        dev->write_flag = (convoy__cuda_write32_fn)fn;
     else
-        convoy__log_info("%s: events polled through CUDA: cuStreamWriteValue32 not found (%s)",
-                         dev->base.name, cudaGetErrorName(rc));
+        convoy__log_info("%s: events polled through cudaEventQuery: the driver offers no "
+                         "cuStreamWriteValue32 (%s, entry point query result %d)",
+                         dev->base.name, cudaGetErrorName(rc), (int)found);
     if (rc != cudaSuccess)
-        (void)cudaGetLastError();
+        (void)cudaGetLastError(); /* a runtime error of this call only: not sticky */
 #else
-    convoy__log_info("%s: events polled through CUDA: the runtime is older than 12.5",
+    convoy__log_info("%s: events polled through cudaEventQuery: the CUDA runtime is older "
+                     "than 12.5",
                      dev->base.name);
 #endif
     return CONVOY_SUCCESS;
@@ -86,10 +106,14 @@ convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags
 
 void convoy__cuda_events_fini(convoy__cuda_dev_t *dev)
 {
-    /* Writes of destroyed events still on their way must land before the pages go. */
-    if (dev->flags_unlanded > 0 && dev->flag_pages != NULL)
+    if (dev->write_flag != NULL)
+        convoy__log_debug("%s: %llu event polls answered by their flag", dev->base.name,
+                          (unsigned long long)dev->flag_answers);
+    /* A flag's write may still be on its way (a stream destroyed with work in it, an
+     * event reused on another stream): the pages go only once the device is quiet. */
+    if (dev->flag_pages != NULL)
         CONVOY_CUDA_CALL(NULL, dev->base.name, cudaDeviceSynchronize());
-    for (struct convoy__cuda_flag_page *p = dev->flag_pages, *pn; p != NULL; p = pn) {
+    for (convoy__cuda_flag_page_t *p = dev->flag_pages, *pn; p != NULL; p = pn) {
         pn = p->next;
         CONVOY_CUDA_CALL(NULL, dev->base.name, cudaFreeHost(p->host));
         free(p);
@@ -98,42 +122,60 @@ void convoy__cuda_events_fini(convoy__cuda_dev_t *dev)
     pthread_mutex_destroy(&dev->flags_lock);
 }
 
-/* A flag for a new event, or NULL (the event then goes without: never an error). */
-static uint32_t *flag_take(convoy__cuda_dev_t *dev)
+/* A page of slots onto the free list, under the lock; 0 when CUDA or the host has no
+ * memory for it (said once). */
+static int flags_grow(convoy__cuda_dev_t *dev)
 {
-    pthread_mutex_lock(&dev->flags_lock);
-    if (dev->free_flags == NULL) {
-        struct convoy__cuda_flag_page *p = calloc(1, sizeof(*p));
-        void *host = NULL;
-        if (p != NULL &&
-            cudaHostAlloc(&host, FLAG_PAGE, cudaHostAllocMapped | cudaHostAllocPortable) ==
-                cudaSuccess) {
-            p->host = host;
-            p->next = dev->flag_pages;
-            dev->flag_pages = p;
-            for (size_t off = FLAG_PAGE; off >= FLAG_STRIDE; off -= FLAG_STRIDE) {
-                free_flag_t *f = (free_flag_t *)(void *)((char *)host + off - FLAG_STRIDE);
-                f->next = dev->free_flags;
-                dev->free_flags = f;
-            }
-        } else {
-            free(p);
-            (void)cudaGetLastError();
-        }
+    convoy__cuda_flag_page_t *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        flags_warn_once(dev, "out of host memory for a page of event flags", 0);
+        return 0;
     }
-    free_flag_t *f = dev->free_flags;
-    if (f != NULL)
-        dev->free_flags = f->next;
-    pthread_mutex_unlock(&dev->flags_lock);
-    return (uint32_t *)(void *)f;
+    void *dbase = NULL;
+    cudaError_t rc =
+        cudaHostAlloc(&p->host, FLAG_PAGE, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (rc == cudaSuccess)
+        rc = cudaHostGetDevicePointer(&dbase, p->host, 0);
+    if (rc != cudaSuccess) {
+        flags_warn_once(dev, cudaGetErrorName(rc), (int)rc);
+        if (p->host != NULL)
+            cudaFreeHost(p->host);
+        (void)cudaGetLastError(); /* not sticky: a failed allocation or lookup */
+        free(p);
+        return 0;
+    }
+    for (int i = FLAG_PAGE / FLAG_STRIDE - 1; i >= 0; i--) {
+        convoy__cuda_flag_slot_t *s = &p->slots[i];
+        s->flag = (uint32_t *)(void *)((char *)p->host + (size_t)i * FLAG_STRIDE);
+        s->flag_dev = (char *)dbase + (size_t)i * FLAG_STRIDE;
+        *s->flag = 0;
+        s->issued = 0;
+        s->next = dev->free_slots;
+        dev->free_slots = s;
+    }
+    p->next = dev->flag_pages;
+    dev->flag_pages = p;
+    return 1;
 }
 
-static void flag_put(convoy__cuda_dev_t *dev, uint32_t *flag)
+/* A flag for a new event, or NULL (the event then goes without: never an error). */
+static convoy__cuda_flag_slot_t *slot_take(convoy__cuda_dev_t *dev)
 {
-    free_flag_t *f = (free_flag_t *)(void *)flag;
     pthread_mutex_lock(&dev->flags_lock);
-    f->next = dev->free_flags;
-    dev->free_flags = f;
+    convoy__cuda_flag_slot_t *s = NULL;
+    if (dev->free_slots != NULL || flags_grow(dev)) {
+        s = dev->free_slots;
+        dev->free_slots = s->next;
+    }
+    pthread_mutex_unlock(&dev->flags_lock);
+    return s;
+}
+
+static void slot_put(convoy__cuda_dev_t *dev, convoy__cuda_flag_slot_t *s)
+{
+    pthread_mutex_lock(&dev->flags_lock);
+    s->next = dev->free_slots;
+    dev->free_slots = s;
     pthread_mutex_unlock(&dev->flags_lock);
 }
 
@@ -152,14 +194,8 @@ convoy_status_t convoy__cuda_event_create(convoy__device_t *d, convoy__event_t *
         free(e);
         return st;
     }
-    if (dev->write_flag != NULL && (e->flag = flag_take(dev)) != NULL) {
-        *e->flag = 0;
-        if (cudaHostGetDevicePointer(&e->flag_dev, e->flag, 0) != cudaSuccess) {
-            (void)cudaGetLastError();
-            flag_put(dev, e->flag);
-            e->flag = NULL;
-        }
-    }
+    if (dev->write_flag != NULL)
+        e->slot = slot_take(dev);
     *event_p = (convoy__event_t *)(void *)e;
     return CONVOY_SUCCESS;
 }
@@ -172,14 +208,8 @@ void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event)
     convoy__cuda_event_t *e = event_of(event);
     if (convoy__cuda_enter(dev) == CONVOY_SUCCESS)
         CONVOY_CUDA_CALL(d->ctx, d->name, cudaEventDestroy(e->ev));
-    /* A write still on its way would land in the slot's next owner: such a slot is kept
-     * out of use until the device closes. */
-    if (e->flag != NULL) {
-        if (!e->armed || (int32_t)(__atomic_load_n(e->flag, __ATOMIC_ACQUIRE) - e->seq) >= 0)
-            flag_put(dev, e->flag);
-        else
-            __atomic_fetch_add(&dev->flags_unlanded, 1, __ATOMIC_RELAXED);
-    }
+    if (e->slot != NULL) /* a write still on its way stays older than the next owner's */
+        slot_put(dev, e->slot);
     free(e);
 }
 
@@ -188,20 +218,24 @@ convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *
 {
     convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
     convoy__cuda_event_t *e = event_of(event);
+    e->armed = 0;
+    e->polls = 0;
     convoy_status_t st = convoy__cuda_enter(dev);
     if (st == CONVOY_SUCCESS)
         st = CONVOY_CUDA_CALL(d->ctx, d->name, cudaEventRecord(e->ev, convoy__cuda_stream(stream)));
-    e->armed = 0;
-    e->polls = 0;
-    if (st != CONVOY_SUCCESS || e->flag == NULL)
+    if (st != CONVOY_SUCCESS || e->slot == NULL)
         return st;
-    write32_fn write = (write32_fn)dev->write_flag;
-    if (write((CUstream)convoy__cuda_stream(stream), (CUdeviceptr)(uintptr_t)e->flag_dev,
-              e->seq + 1, CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS) {
-        e->seq++;
+    convoy__cuda_flag_slot_t *s = e->slot;
+    CUresult rc =
+        dev->write_flag((CUstream)convoy__cuda_stream(stream), (CUdeviceptr)(uintptr_t)s->flag_dev,
+                        s->issued + 1, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (rc == CUDA_SUCCESS) {
+        e->seq = ++s->issued;
         e->armed = 1;
     } else {
-        (void)cudaGetLastError(); /* the runtime's copy of a driver error, if any */
+        /* The event stands (CUDA answers its queries); the driver's error is not the
+         * runtime's last error, so nothing is left to clear. */
+        flags_warn_once(dev, "cuStreamWriteValue32 failed", (int)rc);
     }
     return CONVOY_SUCCESS;
 }
@@ -212,9 +246,11 @@ int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event)
 {
     convoy__cuda_event_t *e = event_of(event);
     if (e->armed) {
-        uint32_t v = __atomic_load_n(e->flag, __ATOMIC_ACQUIRE);
-        if ((int32_t)(v - e->seq) >= 0)
+        uint32_t v = __atomic_load_n(e->slot->flag, __ATOMIC_ACQUIRE);
+        if ((int32_t)(v - e->seq) >= 0) {
+            convoy__cuda_dev(d)->flag_answers++;
             return 1;
+        }
         if (++e->polls < FLAG_POLLS_PER_QUERY)
             return 0;
         e->polls = 0;
