@@ -220,7 +220,9 @@ static convoy_status_t ring_reclaim(convoy__cuda_dev_t *dev, int wait_oldest)
         cudaError_t rc = wait_oldest ? cudaEventSynchronize(sub->ev) : cudaEventQuery(sub->ev);
         if (rc == cudaErrorNotReady)
             return CONVOY_SUCCESS;
-        convoy_status_t st = CONVOY_CUDA_CALL(dev->base.ctx, dev->base.name, rc);
+        convoy_status_t st = convoy__cuda_check(
+            rc, wait_oldest ? "cudaEventSynchronize (SM ring)" : "cudaEventQuery (SM ring)",
+            dev->base.ctx, dev->base.name);
         if (st != CONVOY_SUCCESS)
             return st; /* the kernel failed: the context is gone, keep its slots */
         dev->ring_used -= sub->span;

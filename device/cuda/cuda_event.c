@@ -260,7 +260,7 @@ int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event)
         return 1;
     if (rc == cudaErrorNotReady)
         return 0;
-    return (int)CONVOY_CUDA_CALL(d->ctx, d->name, rc);
+    return (int)convoy__cuda_check(rc, "cudaEventQuery", d->ctx, d->name);
 }
 
 convoy_status_t convoy__cuda_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,

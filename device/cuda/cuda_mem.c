@@ -20,7 +20,7 @@ static convoy_status_t cuda_chunk_alloc(convoy__device_t *d, size_t bytes, void 
         (void)cudaGetLastError();
         return CONVOY_ERR_NOMEM;
     }
-    return CONVOY_CUDA_CALL(d->ctx, d->name, rc);
+    return convoy__cuda_check(rc, "cudaMalloc", d->ctx, d->name);
 }
 
 static void cuda_chunk_free(convoy__device_t *d, void *chunk)
