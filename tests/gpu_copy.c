@@ -551,6 +551,15 @@ static int chore_leaves_error(void *arg, void *stream)
     return rc == cudaSuccess ? 0 : 1;
 }
 
+/* Polls ev until it is over; its last answer (1, or negative on a failure). */
+static int wait_over(convoy__device_t *d, convoy__event_t *ev)
+{
+    int q;
+    while ((q = d->ops->event_query(d, ev)) == 0)
+        ;
+    return q;
+}
+
 static void launches_and_events(env_t *e)
 {
     convoy__device_t *d = e->dev;
@@ -585,24 +594,12 @@ static void launches_and_events(env_t *e)
     EXPECT(d->ops->memcpy(d, e->stream, &big) == CONVOY_SUCCESS, "memcpy of %u bytes", BUF);
     EXPECT(d->ops->event_record(d, ev, e->stream) == CONVOY_SUCCESS, "event_record");
     EXPECT(d->ops->stream_wait_event(d, other, ev) == CONVOY_SUCCESS, "stream_wait_event");
-    int q, polls = 0;
-    while ((q = d->ops->event_query(d, ev)) == 0)
-        polls++;
+    int q = wait_over(d, ev);
     EXPECT(q == 1, "event_query: %d", q);
     EXPECT(cudaGetLastError() == cudaSuccess, "polling an event left a last error");
     CK(cudaStreamSynchronize((cudaStream_t)d->ops->stream_native(d, other)));
     d->ops->event_destroy(d, ev);
     d->ops->stream_destroy(d, other);
-    (void)polls;
-}
-
-/* Polls ev until it is over; its last answer (1, or negative on a failure). */
-static int wait_over(convoy__device_t *d, convoy__event_t *ev)
-{
-    int q;
-    while ((q = d->ops->event_query(d, ev)) == 0)
-        ;
-    return q;
 }
 
 /* host to dev and back to back on s, about a millisecond of copies, ev recorded behind. */

@@ -162,8 +162,9 @@ convoy_status_t convoy__cuda_launch(convoy__device_t *d, convoy__stream_t *strea
                                     convoy__launch_fn fn, void *arg);
 
 /* cuda_event.c: the event ops (device.h); init takes the driver's write call when
- * want_flags (cuda_event_flags) asks for flags, fini frees the flags' pages. */
-convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags);
+ * want_flags (cuda_event_flags) asks for flags (without it, events go without: init
+ * cannot fail), fini frees the flags' pages. */
+void convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags);
 void convoy__cuda_events_fini(convoy__cuda_dev_t *dev);
 convoy_status_t convoy__cuda_event_create(convoy__device_t *d, convoy__event_t **event_p);
 void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event);

@@ -73,7 +73,7 @@ static void flags_warn_once(convoy__cuda_dev_t *dev, const char *what, int code)
                      dev->base.name, what, code);
 }
 
-convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags)
+void convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags)
 {
     pthread_mutex_init(&dev->flags_lock, NULL);
     dev->flag_pages = NULL;
@@ -82,7 +82,7 @@ convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags
     dev->flags_warned = 0;
     dev->flag_answers = 0;
     if (!want_flags || !dev->can_map_host)
-        return CONVOY_SUCCESS;
+        return;
 #if CUDART_VERSION >= 12050
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -101,7 +101,6 @@ convoy_status_t convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags
                      "than 12.5",
                      dev->base.name);
 #endif
-    return CONVOY_SUCCESS;
 }
 
 void convoy__cuda_events_fini(convoy__cuda_dev_t *dev)

@@ -139,9 +139,8 @@ static convoy_status_t cuda_open(convoy_context_t *ctx, int local_index, int glo
     if (st != CONVOY_SUCCESS)
         goto err_free;
     /* From here on cuda_close undoes whatever was done. */
-    if ((st = convoy__cuda_events_init(dev, (int)convoy__param_int(p, "cuda_event_flags"))) !=
-            CONVOY_SUCCESS ||
-        (st = convoy__cuda_copy_init(dev)) != CONVOY_SUCCESS)
+    convoy__cuda_events_init(dev, (int)convoy__param_int(p, "cuda_event_flags"));
+    if ((st = convoy__cuda_copy_init(dev)) != CONVOY_SUCCESS)
         goto err_close;
     dev->hostmem = convoy__hostslab_attach(&convoy__cuda_hostslab_ops, ctx,
                                            (size_t)convoy__param_int(p, "cuda_host_slab"));
