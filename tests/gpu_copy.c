@@ -18,7 +18,8 @@
  *  - back-to-back SM submissions on two streams, never synchronized in between, through
  *    a descriptor ring of 256 slots (cuda_desc_slots) that must wrap and wait: every
  *    copy lands (no descriptor is reused while its kernel may still read it), with the
- *    kernel reading the mapped ring and reading a device copy (cuda_sm_desc);
+ *    kernel reading the mapped ring and reading a device copy (cuda_sm_desc); a full
+ *    ring asks CUDA once a stream, and one by one for a destroyed stream's submissions;
  *  - the engine method splits a submission into batch calls of cuda_engine_max_copies
  *    and counts the calls before a failing one as enqueued;
  *  - launches report CUDA errors a chore leaves, and not its own return value;
@@ -988,6 +989,135 @@ static void sm_ring_stress(const char *desc_mode)
 }
 
 /*
+ * The SM ring, once its 128 submission records are full, asks CUDA once a stream (a
+ * stream runs in order: its newest completed submission answers for the older ones), the
+ * submissions of a destroyed stream one by one (its handle may come back as another
+ * stream's), and for a stream still at work (held back by cuStreamWaitValue32 on a word
+ * in mapped host memory) at most 2 + log2 of its submissions (its newest, its oldest, a
+ * binary search between), retiring those before the wait. Every copy lands.
+ */
+static void sm_ring_asks_per_stream(void)
+{
+    convoy_param_preset_clear();
+    convoy_param_preset("devices", "cuda");
+    snprintf(doing, sizeof(doing), "the SM ring's queries");
+    convoy_context_t *ctx;
+    if (convoy_init(NULL, NULL, &ctx) != CONVOY_SUCCESS) {
+        EXPECT(0, "convoy_init: %s", convoy_last_error(NULL));
+        return;
+    }
+    convoy__device_t *d = convoy__ctx_accel(ctx, 0);
+    convoy__cuda_dev_t *cd = (convoy__cuda_dev_t *)d;
+    if (!has(d, CONVOY__METHOD_SM)) {
+        convoy_fini(ctx);
+        return;
+    }
+    enum { STREAMS = 3, CHUNK = 256, HELD = 28, SUBS = 4 * 128, SPAN = SUBS * CHUNK };
+    convoy__stream_t *st[STREAMS] = {NULL};
+    unsigned char *host = convoy_host_alloc(ctx, SPAN), *dev = NULL, *back = malloc(SPAN);
+    uint32_t *word = NULL;
+    void *word_dev = NULL;
+    wait_value_fn wait_value = (wait_value_fn)driver_call("cuStreamWaitValue32");
+    int ok = host != NULL && back != NULL &&
+             d->ops->mem_alloc(d, SPAN, (void **)&dev) == CONVOY_SUCCESS &&
+             cudaHostAlloc((void **)&word, 64, cudaHostAllocMapped) == cudaSuccess &&
+             cudaHostGetDevicePointer(&word_dev, word, 0) == cudaSuccess;
+    for (int i = 0; i < STREAMS && ok; i++)
+        ok = d->ops->stream_create(d, &st[i]) == CONVOY_SUCCESS;
+    if (!ok) {
+        EXPECT(0, "set-up: %s", convoy_last_error(NULL));
+        goto out;
+    }
+    fill_random(host, SPAN);
+    CK(cudaMemset(dev, POISON, SPAN));
+    CK(cudaDeviceSynchronize());
+    int sub = 0, errors = 0;
+    /* Submissions sub .. sub + n - 1, each on stream st[which] (which may use sub). */
+#define SUBMIT(n, which)                                                                           \
+    for (int i_ = 0, n_ = (n); i_ < n_; i_++, sub++) {                                            \
+        convoy__copy_t c = {.dst = dev + (size_t)sub * CHUNK,                                      \
+                            .src = host + (size_t)sub * CHUNK,                                     \
+                            .bytes = CHUNK,                                                        \
+                            .dir = CONVOY__H2D,                                                    \
+                            .flags = CONVOY__COPY_HOST_PINNED};                                   \
+        int submitted = 0;                                                                         \
+        errors += d->ops->memcpy_multi(d, st[(which)], &c, 1, CONVOY__METHOD_SM, &submitted,       \
+                                       NULL) != CONVOY_SUCCESS;                                    \
+    }
+    SUBMIT(cd->subs_cap - cd->subs_count, sub % STREAMS);
+    CK(cudaDeviceSynchronize());
+    uint64_t q0 = cd->subs_queries;
+    SUBMIT(1, sub % STREAMS); /* the records are full: every one is over */
+    EXPECT(cd->subs_queries - q0 == STREAMS,
+           "a full ring of %d completed submissions on %d streams: %llu queries (want one a "
+           "stream)",
+           cd->subs_cap, STREAMS, (unsigned long long)(cd->subs_queries - q0));
+    SUBMIT(cd->subs_cap - cd->subs_count, sub % STREAMS);
+    int gone = 0; /* the destroyed stream's submissions in the ring */
+    for (int k = 0; k < cd->subs_count; k++)
+        gone += cd->subs[(cd->subs_first + k) % cd->subs_cap].stream ==
+                (cudaStream_t)d->ops->stream_native(d, st[1]);
+    d->ops->stream_destroy(d, st[1]);
+    st[1] = NULL;
+    CK(cudaDeviceSynchronize());
+    if (d->ops->stream_create(d, &st[1]) != CONVOY_SUCCESS) {
+        EXPECT(0, "a stream again: %s", convoy_last_error(NULL));
+        goto out;
+    }
+    q0 = cd->subs_queries;
+    SUBMIT(1, 0);
+    EXPECT(gone > 0 && cd->subs_queries - q0 == (uint64_t)gone + STREAMS - 1,
+           "a full ring after a stream with %d of its submissions was destroyed: %llu queries "
+           "(want %d)",
+           gone, (unsigned long long)(cd->subs_queries - q0), gone + STREAMS - 1);
+    /* Stream 0 at work: its last HELD submissions wait for the word. */
+    CK(cudaDeviceSynchronize());
+    int before = cd->subs_cap - cd->subs_count - HELD;
+    SUBMIT(before, 0);
+    CK(cudaDeviceSynchronize());
+    __atomic_store_n(word, 0, __ATOMIC_SEQ_CST);
+    CUstream s0 = (CUstream)d->ops->stream_native(d, st[0]);
+    if (wait_value != NULL &&
+        wait_value(s0, (CUdeviceptr)(uintptr_t)word_dev, 1, CU_STREAM_WAIT_VALUE_GEQ) ==
+            CUDA_SUCCESS) {
+        SUBMIT(HELD, 0);
+        int in_ring = cd->subs_count, most = 2 + 7; /* log2(128) */
+        q0 = cd->subs_queries;
+        SUBMIT(1, 0);
+        uint64_t asked = cd->subs_queries - q0;
+        EXPECT(asked <= (uint64_t)most && cd->subs_count == HELD + 1,
+               "a full ring of %d, stream 0's last %d held back: %llu queries (want at most "
+               "%d), %d left in the ring (want %d)",
+               in_ring, HELD, (unsigned long long)asked, most, cd->subs_count, HELD + 1);
+        __atomic_store_n(word, 1, __ATOMIC_SEQ_CST);
+    } else {
+        printf("gpu_copy: no cuStreamWaitValue32: the SM ring's held-back case not run\n");
+    }
+#undef SUBMIT
+    EXPECT(errors == 0, "%d submissions failed: %s", errors, convoy_last_error(NULL));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(back, dev, (size_t)sub * CHUNK, cudaMemcpyDeviceToHost));
+    size_t k = 0;
+    while (k < (size_t)sub * CHUNK && back[k] == host[k])
+        k++;
+    EXPECT(k == (size_t)sub * CHUNK, "byte %zu of %zu differs after the ring's reuse", k,
+           (size_t)sub * CHUNK);
+out:
+    if (word != NULL)
+        __atomic_store_n(word, 1, __ATOMIC_SEQ_CST); /* nothing stays held back */
+    for (int i = 0; i < STREAMS; i++)
+        if (st[i] != NULL)
+            d->ops->stream_destroy(d, st[i]);
+    if (dev != NULL)
+        d->ops->mem_free(d, dev);
+    convoy_host_free(ctx, host);
+    free(back);
+    convoy_fini(ctx);
+    if (word != NULL)
+        CK(cudaFreeHost(word));
+}
+
+/*
  * A context of its own with cuda_engine_max_copies=4: 10 H2D copies by the engine method
  * go as three batch calls (4, 4, 2) and all land; with an oversize copy at index 5 (CUDA
  * rejects it at the second call) the submission fails with CONVOY_ERR_DEVICE, reports the
@@ -1221,6 +1351,7 @@ int main(int argc, char **argv)
 
     sm_ring_stress("mapped");
     sm_ring_stress("device");
+    sm_ring_asks_per_stream();
     event_flags("1");
     event_flags("0");
     event_fault();

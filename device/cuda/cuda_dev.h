@@ -80,7 +80,9 @@ extern const convoy__host_mem_ops_t convoy__cuda_host_mem_ops;
  * are reused once ev has completed. */
 typedef struct convoy__cuda_sm_sub {
     cudaEvent_t ev;
+    cudaStream_t stream; /* where ev was recorded; NULL once that stream is destroyed */
     int span; /* slots it holds, counting the ring's tail it skipped to stay contiguous */
+    int done; /* ev known complete (a later submission of its stream completed) */
 } convoy__cuda_sm_sub_t;
 
 /* Events' flags (cuda_event.c). */
@@ -112,6 +114,7 @@ typedef struct convoy__cuda_dev {
     int ring_used;               /* slots held by submissions in flight */
     convoy__cuda_sm_sub_t *subs; /* in-flight SM submissions, a FIFO */
     int subs_cap, subs_first, subs_count;
+    uint64_t subs_queries; /* their events asked of CUDA (tests) */
     size_t sm_max_bytes;   /* auto: SM when the mean copy is at most this */
     int sm_min_copies;     /* auto: ... and there are at least this many copies */
     int sm_threads;        /* threads per block */
@@ -147,6 +150,9 @@ void convoy__cuda_mem_free(convoy__device_t *d, void *ptr);
 /* cuda_copy.c */
 convoy_status_t convoy__cuda_copy_init(convoy__cuda_dev_t *dev);
 void convoy__cuda_copy_fini(convoy__cuda_dev_t *dev);
+/* The SM submissions of stream s stop telling for each other (it is being destroyed:
+ * its handle may come back as another stream's). */
+void convoy__cuda_copy_forget_stream(convoy__cuda_dev_t *dev, cudaStream_t s);
 convoy_status_t convoy__cuda_memcpy(convoy__device_t *d, convoy__stream_t *stream,
                                     const convoy__copy_t *copy);
 convoy_status_t convoy__cuda_memcpy_multi(convoy__device_t *d, convoy__stream_t *stream,

@@ -27,6 +27,7 @@ void convoy__cuda_stream_destroy(convoy__device_t *d, convoy__stream_t *stream)
 {
     if (stream == NULL)
         return;
+    convoy__cuda_copy_forget_stream(convoy__cuda_dev(d), convoy__cuda_stream(stream));
     if (convoy__cuda_enter(convoy__cuda_dev(d)) == CONVOY_SUCCESS)
         CONVOY_CUDA_CALL(d->ctx, d->name, cudaStreamDestroy(convoy__cuda_stream(stream)));
 }
