@@ -25,8 +25,8 @@
  *  - launches report CUDA errors a chore leaves, and not its own return value;
  *  - events polled through the flags the GPU writes say a copy is over only once its
  *    bytes have landed, and an event recorded again is not over at once (cuda_event_flags
- *    1 and 0), and a fault still shows in the poll of an event whose flag will never come
- *    (in a process of its own);
+ *    1 and 0), a short flag asks CUDA at most once each 50 us, and a fault still shows in
+ *    the poll of an event whose flag will never come (in a process of its own);
  *  - the device pool aligns, separates and coalesces allocations and reports
  *    CONVOY_ERR_NOMEM past cuda_memory; pinned host allocation is thread-safe.
  * Seed: CONVOY_TEST_SEED (default 1). Last line: "N passed, N failed"; a fatal CUDA
@@ -769,6 +769,74 @@ static void *driver_call(const char *name)
     return fn;
 }
 
+typedef CUresult (*wait_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+/*
+ * An event whose work is held back (its stream waits for a word in mapped host memory,
+ * cuStreamWaitValue32) is polled for 2 ms: its flag stays short, and CUDA is asked about
+ * it, but at most once each 50 us (FLAG_ASK_NS) of polling; once the word is written the
+ * event is over, answered by its flag.
+ */
+static void event_flag_asks(void)
+{
+    snprintf(doing, sizeof(doing), "asking CUDA about a short flag");
+    convoy_context_t *ctx = start(NULL, NULL);
+    convoy__device_t *d = convoy__ctx_accel(ctx, 0);
+    convoy__cuda_dev_t *cd = (convoy__cuda_dev_t *)d;
+    wait_value_fn wait_value = (wait_value_fn)driver_call("cuStreamWaitValue32");
+    convoy__stream_t *s = NULL;
+    convoy__event_t *ev = NULL;
+    uint32_t *word = NULL;
+    void *word_dev = NULL;
+    if (cd->write_flag == NULL || wait_value == NULL) {
+        convoy_fini(ctx);
+        return; /* no flags, or no wait call: nothing of this test's to prove */
+    }
+    int ok = d->ops->stream_create(d, &s) == CONVOY_SUCCESS &&
+             d->ops->event_create(d, &ev) == CONVOY_SUCCESS &&
+             cudaHostAlloc((void **)&word, 64, cudaHostAllocMapped) == cudaSuccess &&
+             cudaHostGetDevicePointer(&word_dev, word, 0) == cudaSuccess;
+    EXPECT(ok, "set-up: %s", convoy_last_error(NULL));
+    if (ok) {
+        __atomic_store_n(word, 0, __ATOMIC_SEQ_CST);
+        CUstream cs = (CUstream)d->ops->stream_native(d, s);
+        ok = wait_value(cs, (CUdeviceptr)(uintptr_t)word_dev, 1, CU_STREAM_WAIT_VALUE_GEQ) ==
+                 CUDA_SUCCESS &&
+             d->ops->event_record(d, ev, s) == CONVOY_SUCCESS;
+        EXPECT(ok, "the held-back record: %s", convoy_last_error(NULL));
+    }
+    if (ok) {
+        uint64_t asks0 = cd->flag_asks, t0 = convoy__now_ns(), t1 = t0;
+        int over = 0;
+        long polls = 0;
+        for (; !over && t1 - t0 < 2000000; polls++, t1 = convoy__now_ns())
+            over = d->ops->event_query(d, ev) != 0;
+        uint64_t asks = cd->flag_asks - asks0, most = (t1 - t0) / 50000 + 1;
+        EXPECT(!over, "an event behind a wait no one has ended is over after %ld polls", polls);
+        EXPECT(asks > 0 && asks <= most,
+               "%ld polls over %.0f us of a short flag asked CUDA %llu times (want 1..%llu)",
+               polls, 1e-3 * (double)(t1 - t0), (unsigned long long)asks,
+               (unsigned long long)most);
+        __atomic_store_n(word, 1, __ATOMIC_SEQ_CST);
+        EXPECT(wait_over(d, ev) == 1, "the event is not over once its wait has ended");
+        /* Its flag comes too (the poll may have been answered by CUDA just before). */
+        uint64_t t2 = convoy__now_ns();
+        while (d->ops->event_query(d, ev) == 1 && cd->flag_answers == 0 &&
+               convoy__now_ns() - t2 < 1000000000ull)
+            ;
+        EXPECT(cd->flag_answers > 0, "the event's flag never said it was over");
+    }
+    if (word != NULL)
+        __atomic_store_n(word, 1, __ATOMIC_SEQ_CST); /* nothing stays held back */
+    if (ev != NULL)
+        d->ops->event_destroy(d, ev);
+    if (s != NULL)
+        d->ops->stream_destroy(d, s);
+    convoy_fini(ctx); /* waits for the device before the word goes */
+    if (word != NULL)
+        CK(cudaFreeHost(word));
+}
+
 /* The child: 0 when the poll reported the fault, else a code the parent names. */
 static int event_fault_child(void)
 {
@@ -1354,6 +1422,7 @@ int main(int argc, char **argv)
     sm_ring_asks_per_stream();
     event_flags("1");
     event_flags("0");
+    event_flag_asks();
     event_fault();
     engine_split();
     doing[0] = '\0';

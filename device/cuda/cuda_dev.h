@@ -129,6 +129,8 @@ typedef struct convoy__cuda_dev {
     convoy__cuda_write32_fn write_flag;
     int flags_warned;      /* a flag could not be had or written: said once */
     uint64_t flag_answers; /* queries answered by a flag (tests, the debug log) */
+    uint64_t flag_asked_ns; /* when CUDA was last asked about a short flag */
+    uint64_t flag_asks;     /* those asks (tests) */
 } convoy__cuda_dev_t;
 
 static inline convoy__cuda_dev_t *convoy__cuda_dev(convoy__device_t *d)

@@ -7,9 +7,15 @@
  * mapped pinned host memory, and recording the event enqueues behind it a write of the
  * flag's next count (cuStreamWriteValue32, whose default fences the stream's earlier
  * writes, as __threadfence_system does). A poll reads the flag: a load, no call. The flag
- * says nothing of failures (after a fault the write never runs), so a poll that finds
- * it short asks CUDA itself every FLAG_POLLS_PER_QUERY polls, and an event whose write
- * could not be enqueued is asked every time.
+ * says nothing of failures (after a fault the write never runs, and a fault ends the
+ * whole context), so while flags are short the device asks CUDA about one of them every
+ * FLAG_ASK_NS (looking at the clock every FLAG_POLLS_PER_CLOCK polls of an event), each
+ * event at least every FLAG_ASK_EVENT_NS, and an event whose write could not be enqueued
+ * is asked every time. CUDA also answers for an event whose flag may never say so: a
+ * slot's earlier owner's write still on its way on another stream can land after this
+ * event's and leave the flag older. Asking at every 64th poll
+ * of each event came to a query every few us with a 64 MiB copy and a ring's events
+ * pending.
  *
  * Flags are 64 bytes apart (a line each: the GPU's write to one flag does not evict
  * another's), in pages of cudaHostAlloc memory kept until the device closes. A flag's
@@ -33,7 +39,13 @@
 
 #define FLAG_STRIDE 64          /* bytes between two flags: a cache line */
 #define FLAG_PAGE 65536         /* bytes of pinned memory taken at a time: 1024 flags */
-#define FLAG_POLLS_PER_QUERY 64 /* polls of a short flag between two cudaEventQuery calls */
+#define FLAG_ASK_NS 50000 /* ns between two cudaEventQuery calls for short flags, per device:
+                            a fault shows within it, at 1.4-1.7 us a query (3% at most) */
+#define FLAG_POLLS_PER_CLOCK 64 /* polls of a short flag between two looks at the clock:
+                                   a read of it on every poll cost tiny_tasks 0.1-0.3 ms */
+#define FLAG_ASK_EVENT_NS 1000000 /* each short event is asked at least this often, whatever
+                                     the device's asks: polled in a fixed order, one event
+                                     could otherwise find the gate shut at every look */
 
 /* A flag and what the host knows of it. */
 struct convoy__cuda_flag_slot {
@@ -54,7 +66,8 @@ typedef struct convoy__cuda_event {
     cudaEvent_t ev;
     convoy__cuda_flag_slot_t *slot; /* NULL: no flag, CUDA answers every query */
     uint32_t seq;                   /* the count the last armed record's write leaves */
-    uint32_t polls;                 /* short-flag polls since CUDA was last asked */
+    uint32_t polls;                 /* short-flag polls since the clock was last read */
+    uint64_t asked_ns;              /* when CUDA was last asked about it (or it was armed) */
     int armed;                      /* the last record enqueued the flag's write */
 } convoy__cuda_event_t;
 
@@ -81,6 +94,8 @@ void convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags)
     dev->write_flag = NULL;
     dev->flags_warned = 0;
     dev->flag_answers = 0;
+    dev->flag_asked_ns = 0;
+    dev->flag_asks = 0;
     if (!want_flags || !dev->can_map_host)
         return;
 #if CUDART_VERSION >= 12050
@@ -231,6 +246,7 @@ convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *
     if (rc == CUDA_SUCCESS) {
         e->seq = ++s->issued;
         e->armed = 1;
+        e->asked_ns = convoy__now_ns();
     } else {
         /* The event stands (CUDA answers its queries); the driver's error is not the
          * runtime's last error, so nothing is left to clear. */
@@ -250,9 +266,17 @@ int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event)
             convoy__cuda_dev(d)->flag_answers++;
             return 1;
         }
-        if (++e->polls < FLAG_POLLS_PER_QUERY)
+        if (++e->polls < FLAG_POLLS_PER_CLOCK)
             return 0;
         e->polls = 0;
+        convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
+        uint64_t now = convoy__now_ns();
+        if (now - __atomic_load_n(&dev->flag_asked_ns, __ATOMIC_RELAXED) < FLAG_ASK_NS &&
+            now - e->asked_ns < FLAG_ASK_EVENT_NS)
+            return 0;
+        __atomic_store_n(&dev->flag_asked_ns, now, __ATOMIC_RELAXED);
+        e->asked_ns = now;
+        dev->flag_asks++;
     }
     cudaError_t rc = cudaEventQuery(e->ev);
     if (rc == cudaSuccess)
