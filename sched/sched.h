@@ -62,7 +62,9 @@ typedef struct convoy__sched_component {
      * lock, so that a look costs its readers no wait on the pushes and pops. A push's
      * count is visible to a thread that has seen the core's wake-up count that followed
      * the push (convoy__queue_wake; every push to queue 0 bumps it), so 0 then means
-     * pop() would find nothing. */
+     * pop() would find nothing. Above 0 may count a push whose task pop() cannot take
+     * yet (the batch scheduler counts a push to queue 0 before its task is queued): a
+     * pop then finds nothing, and the wake-up count that follows says to look again. */
     int (*depth)(void *state, int queue);
     /* Where a ready task of the program's runs: 0 for the CPU workers, 1 + i for
      * accelerator i (one with a chore for the task's class). Any thread. */
@@ -77,7 +79,8 @@ typedef struct convoy__sched_component {
 } convoy__sched_component_t;
 
 /* depth += n, under the queue's lock (the only writer), as a release for depth()'s
- * readers: a plain store, no locked read-modify-write. */
+ * readers: a plain store, no locked read-modify-write. (The batch scheduler's queue 0,
+ * pushed to without its lock, counts with atomic additions instead.) */
 static inline void convoy__sched_depth_add(atomic_int *depth, int n)
 {
     atomic_store_explicit(depth, atomic_load_explicit(depth, memory_order_relaxed) + n,

@@ -5,10 +5,14 @@
  * growth and its wrap-around; a task with a flow past batch_split_bytes holds its ring
  * back from leaving early for an idle device only while it is queued: once it has left,
  * the small tasks behind it leave at once again. Both schedulers' depth counts every
- * queued task, batchable or not: the CPU workers pop only when it is above 0.
+ * queued task, batchable or not: the CPU workers pop only when it is above 0. Pushes to
+ * the CPU workers' queue, which take no lock, from four threads while another pops: every
+ * task leaves once, each thread's tasks of a class in the order it pushed them.
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -172,6 +176,91 @@ START_TEST(depth_counts_every_queued_task)
 }
 END_TEST
 
+enum { PUSHERS = 4, PER_PUSHER = 3000 };
+
+typedef struct pusher {
+    void *state;
+    convoy__task_t **t; /* PER_PUSHER tasks, pushed in this order */
+    pthread_barrier_t *start;
+    atomic_int *done; /* pushers finished */
+} pusher_t;
+
+static void *pusher_main(void *arg)
+{
+    pusher_t *p = arg;
+    pthread_barrier_wait(p->start); /* all at once, and the popper with them */
+    for (int i = 0; i < PER_PUSHER; i++)
+        convoy__sched_batch.push(p->state, 0, p->t[i]);
+    atomic_fetch_add(p->done, 1);
+    return NULL;
+}
+
+/* Four threads push to queue 0 (batchable and single tasks in turn) while this one pops
+ * rings of up to 64: each task leaves once, each thread's tasks of one class in the order
+ * it pushed them, and depth comes back to 0. */
+START_TEST(cpu_queue_pushes_without_lock_keep_order)
+{
+    env_t e;
+    env_init(&e);
+    convoy_access_t ro = CONVOY_READ;
+    convoy_class_t *single;
+    ck_assert_int_eq(convoy_class_new(e.ctx, "single", 1, &ro, 0, &single), 0);
+    pusher_t p[PUSHERS];
+    pthread_barrier_t start;
+    atomic_int done = 0;
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, PUSHERS + 1), 0);
+    convoy__task_t **all = malloc(PUSHERS * PER_PUSHER * sizeof(*all));
+    ck_assert_ptr_nonnull(all);
+    for (int k = 0; k < PUSHERS; k++) {
+        p[k] = (pusher_t){.state = e.state, .t = all + k * PER_PUSHER, .start = &start,
+                          .done = &done};
+        for (int i = 0; i < PER_PUSHER; i++) {
+            convoy__task_t *t = task_new(&e, e.small, 1 + (uint64_t)i);
+            t->cls = i % 2 ? single : e.cls;
+            t->id = (uint64_t)(k * PER_PUSHER + i);
+            p[k].t[i] = t;
+        }
+    }
+    pthread_t th[PUSHERS];
+    for (int k = 0; k < PUSHERS; k++)
+        ck_assert_int_eq(pthread_create(&th[k], NULL, pusher_main, &p[k]), 0);
+    int last[PUSHERS][2]; /* the last index seen of each pusher's batchable / single tasks */
+    for (int k = 0; k < PUSHERS; k++)
+        last[k][0] = last[k][1] = -1;
+    char *seen = calloc(PUSHERS * PER_PUSHER, 1);
+    ck_assert_ptr_nonnull(seen);
+    int popped = 0, empty_after = 0; /* empty pops once every pusher was done */
+    convoy__task_t *ring[64];
+    uint64_t deadline;
+    pthread_barrier_wait(&start);
+    while (popped < PUSHERS * PER_PUSHER && empty_after < 1000) {
+        int finished = atomic_load(&done) == PUSHERS;
+        int n = convoy__sched_batch.pop(e.state, 0, ring, 64, 1, 0, &deadline);
+        empty_after += finished && n == 0;
+        for (int j = 0; j < n; j++) {
+            int id = (int)ring[j]->id, k = id / PER_PUSHER, i = id % PER_PUSHER;
+            REQUIRE(!seen[id], "task %d of pusher %d left twice", i, k);
+            seen[id] = 1;
+            REQUIRE(i > last[k][i % 2], "pusher %d's task %d left after its task %d", k, i,
+                    last[k][i % 2]);
+            last[k][i % 2] = i;
+        }
+        popped += n;
+    }
+    for (int k = 0; k < PUSHERS; k++)
+        pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&start);
+    ck_assert_int_eq(popped, PUSHERS * PER_PUSHER); /* none lost */
+    ck_assert_int_eq(convoy__sched_batch.pop(e.state, 0, ring, 64, 1, 0, &deadline), 0);
+    ck_assert_int_eq(convoy__sched_batch.depth(e.state, 0), 0);
+    for (int i = 0; i < PUSHERS * PER_PUSHER; i++)
+        convoy__task_unref(all[i]);
+    free(all);
+    free(seen);
+    env_fini(&e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("batch_queue");
@@ -179,6 +268,7 @@ static Suite *suite(void)
     tcase_add_test(tc, order_kept_across_growth_and_wrap);
     tcase_add_test(tc, large_task_holds_ring_only_while_queued);
     tcase_add_test(tc, depth_counts_every_queued_task);
+    tcase_add_test(tc, cpu_queue_pushes_without_lock_keep_order);
     return s;
 }
 

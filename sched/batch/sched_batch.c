@@ -119,9 +119,15 @@ typedef struct batch_queue {
     convoy__task_t *single_head, *single_tail;   /* non-batchable tasks */
     class_list_t *lists;                         /* by class id */
     int nlists;
-    atomic_int depth; /* written under the lock, read without it (batch_depth) */
-    int fill;         /* the ring size the consumer's last pop asked for (0: none yet): a push that
-                         brings a class to it wakes the consumer */
+    int fill; /* the ring size the consumer's last pop asked for (0: none yet): a push that
+                 brings a class to it wakes the consumer */
+    /* The CPUs' queue (0) only: tasks pushed without the lock, newest first, linked by
+     * ->next; a pop moves them to the lists above under the lock, in push order. On a
+     * line of its own with depth, apart from the lock and the lists: each push writes
+     * both. */
+    _Alignas(CONVOY__LINE) _Atomic(convoy__task_t *) incoming;
+    atomic_int depth; /* read without the lock (batch_depth); written under it, or for
+                         queue 0 added to atomically without it */
 } batch_queue_t;
 
 typedef struct batch_state {
@@ -192,6 +198,57 @@ static void append(convoy__task_t **head, convoy__task_t **tail, convoy__task_t 
     *tail = t;
 }
 
+/* Queue the task in q's lists, under its lock; large: it has a flow past
+ * batch_split_bytes. The count of its class's list after it, 0 when it went to the
+ * single list (not batchable, or no memory to list it by class: it still runs, alone). */
+static int place_locked(batch_queue_t *q, convoy__task_t *task, int large)
+{
+    int id = task->cls->id;
+    if (!(task->cls->flags & CONVOY_CLASS_BATCHABLE)) {
+        append(&q->single_head, &q->single_tail, task);
+        return 0;
+    }
+    if (id >= q->nlists) {
+        int n = CONVOY__MAX(2 * q->nlists, id + 8);
+        class_list_t *l = realloc(q->lists, (size_t)n * sizeof(*l));
+        if (l == NULL) {
+            append(&q->single_head, &q->single_tail, task);
+            return 0;
+        }
+        for (int i = q->nlists; i < n; i++)
+            l[i] = (class_list_t){0};
+        q->lists = l;
+        q->nlists = n;
+    }
+    class_list_t *cl = &q->lists[id];
+    if (!list_room(cl)) {
+        append(&q->single_head, &q->single_tail, task);
+        return 0;
+    }
+    cl->slot[(cl->first + cl->count) & (cl->cap - 1)] = (uintptr_t)task | (uintptr_t)large;
+    cl->large += large;
+    return ++cl->count;
+}
+
+/* The tasks pushed to the CPUs' queue without its lock, into its lists in push order
+ * (under the lock). */
+static void take_incoming(batch_queue_t *q)
+{
+    convoy__task_t *t = atomic_exchange_explicit(&q->incoming, NULL, memory_order_acquire);
+    convoy__task_t *fifo = NULL;
+    while (t != NULL) { /* newest first: reverse */
+        convoy__task_t *next = t->next;
+        t->next = fifo;
+        fifo = t;
+        t = next;
+    }
+    while (fifo != NULL) {
+        convoy__task_t *next = fifo->next;
+        place_locked(q, fifo, 0);
+        fifo = next;
+    }
+}
+
 /* Wakes the consumer for a task that can leave at once (not batchable, or for the CPUs),
  * for the first task of a class (the consumer may be asleep with no deadline) and for
  * the task that fills a ring: the size the consumer's last pop asked for (less than
@@ -206,42 +263,27 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
 {
     batch_state_t *s = state;
     batch_queue_t *q = &s->q[queue];
-    int id = task->cls->id;
-    pthread_mutex_lock(&q->lock);
-    convoy__sched_depth_add(&q->depth, 1);
-    if (!(task->cls->flags & CONVOY_CLASS_BATCHABLE)) {
-        append(&q->single_head, &q->single_tail, task);
-        pthread_mutex_unlock(&q->lock);
-        return 1;
-    }
-    if (id >= q->nlists) {
-        int n = CONVOY__MAX(2 * q->nlists, id + 8);
-        class_list_t *l = realloc(q->lists, (size_t)n * sizeof(*l));
-        if (l == NULL) {
-            /* Out of memory for the class table: the task still runs, alone. */
-            append(&q->single_head, &q->single_tail, task);
-            pthread_mutex_unlock(&q->lock);
-            return 1;
-        }
-        for (int i = q->nlists; i < n; i++)
-            l[i] = (class_list_t){0};
-        q->lists = l;
-        q->nlists = n;
-    }
-    class_list_t *cl = &q->lists[id];
-    if (!list_room(cl)) {
-        append(&q->single_head, &q->single_tail, task); /* runs alone, as above */
-        pthread_mutex_unlock(&q->lock);
+    if (queue == 0) {
+        /* The CPUs' queue: every push wakes (its rings never wait to fill), so nothing is
+         * decided under the lock, and the push takes none: with 16 workers popping, the
+         * lock's futex calls took 41% of an inserting thread's insertion (perf of
+         * bench/overhead on the H200 host, doc/results.md, 2026-12-04 evening). */
+        atomic_fetch_add_explicit(&q->depth, 1, memory_order_relaxed); /* before: never short */
+        convoy__task_t *head = atomic_load_explicit(&q->incoming, memory_order_relaxed);
+        do
+            task->next = head;
+        while (!atomic_compare_exchange_weak_explicit(&q->incoming, &head, task,
+                                                      memory_order_release, memory_order_relaxed));
         return 1;
     }
     /* Marked here, where the inserting thread has the data in its cache: in pop each
      * datum would be a cache miss on the progress thread, under the queue's lock. */
-    int large = queue != 0 && is_large(s, task);
-    cl->slot[(cl->first + cl->count) & (cl->cap - 1)] = (uintptr_t)task | (uintptr_t)large;
-    int count = ++cl->count;
-    cl->large += large;
+    int large = is_large(s, task);
+    pthread_mutex_lock(&q->lock);
+    convoy__sched_depth_add(&q->depth, 1);
+    int count = place_locked(q, task, large);
     /* Decided under the lock: q->fill is the pop's to write. */
-    int wake = queue == 0 || count == 1 || count == q->fill || count % s->wake_at == 0;
+    int wake = count <= 1 || count == q->fill || count % s->wake_at == 0;
     pthread_mutex_unlock(&q->lock);
     return wake;
 }
@@ -273,6 +315,8 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
     uint64_t deadline = UINT64_MAX;
     int n = 0;
     pthread_mutex_lock(&q->lock);
+    if (queue == 0)
+        take_incoming(q);
     q->fill = limit;
     /* The ring to leave: the class whose oldest task is oldest among those that are
      * full or have waited long enough; a non-batchable task older than it goes first. */
@@ -304,7 +348,10 @@ static int batch_pop(void *state, int queue, convoy__task_t **ring, int max, uin
             ring[n++] = slot_task(v);
         }
     }
-    convoy__sched_depth_add(&q->depth, -n);
+    if (queue == 0) /* pushes add without the lock */
+        atomic_fetch_sub_explicit(&q->depth, n, memory_order_release);
+    else
+        convoy__sched_depth_add(&q->depth, -n);
     pthread_mutex_unlock(&q->lock);
     *deadline_ns_p = deadline;
     return n;
