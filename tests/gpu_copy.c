@@ -1066,14 +1066,8 @@ static void sm_ring_stress(const char *desc_mode)
  */
 static void sm_ring_asks_per_stream(void)
 {
-    convoy_param_preset_clear();
-    convoy_param_preset("devices", "cuda");
     snprintf(doing, sizeof(doing), "the SM ring's queries");
-    convoy_context_t *ctx;
-    if (convoy_init(NULL, NULL, &ctx) != CONVOY_SUCCESS) {
-        EXPECT(0, "convoy_init: %s", convoy_last_error(NULL));
-        return;
-    }
+    convoy_context_t *ctx = start(NULL, NULL);
     convoy__device_t *d = convoy__ctx_accel(ctx, 0);
     convoy__cuda_dev_t *cd = (convoy__cuda_dev_t *)d;
     if (!has(d, CONVOY__METHOD_SM)) {

@@ -288,15 +288,15 @@ static convoy_status_t ring_settle(convoy__cuda_dev_t *dev)
  * first. */
 static convoy_status_t ring_reclaim(convoy__cuda_dev_t *dev, int wait_oldest)
 {
-    if (wait_oldest && dev->subs_count > 0 && !sub_at(dev, 0)->done) {
-        convoy__cuda_sm_sub_t *sub = sub_at(dev, 0);
+    convoy__cuda_sm_sub_t *oldest = dev->subs_count > 0 ? sub_at(dev, 0) : NULL;
+    if (wait_oldest && oldest != NULL && !oldest->done) {
         dev->subs_queries++;
         convoy_status_t st =
-            convoy__cuda_check(cudaEventSynchronize(sub->ev), "cudaEventSynchronize (SM ring)",
+            convoy__cuda_check(cudaEventSynchronize(oldest->ev), "cudaEventSynchronize (SM ring)",
                                dev->base.ctx, dev->base.name);
         if (st != CONVOY_SUCCESS)
             return st;
-        sub->done = 1;
+        oldest->done = 1;
     }
     convoy_status_t st = ring_settle(dev);
     if (st != CONVOY_SUCCESS)

@@ -86,16 +86,10 @@ static void flags_warn_once(convoy__cuda_dev_t *dev, const char *what, int code)
                      dev->base.name, what, code);
 }
 
+/* The device's record comes zeroed (cuda_open): no flags, no pages, nothing counted. */
 void convoy__cuda_events_init(convoy__cuda_dev_t *dev, int want_flags)
 {
     pthread_mutex_init(&dev->flags_lock, NULL);
-    dev->flag_pages = NULL;
-    dev->free_slots = NULL;
-    dev->write_flag = NULL;
-    dev->flags_warned = 0;
-    dev->flag_answers = 0;
-    dev->flag_asked_ns = 0;
-    dev->flag_asks = 0;
     if (!want_flags || !dev->can_map_host)
         return;
 #if CUDART_VERSION >= 12050
@@ -261,15 +255,15 @@ int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event)
 {
     convoy__cuda_event_t *e = event_of(event);
     if (e->armed) {
+        convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
         uint32_t v = __atomic_load_n(e->slot->flag, __ATOMIC_ACQUIRE);
         if ((int32_t)(v - e->seq) >= 0) {
-            convoy__cuda_dev(d)->flag_answers++;
+            dev->flag_answers++;
             return 1;
         }
         if (++e->polls < FLAG_POLLS_PER_CLOCK)
             return 0;
         e->polls = 0;
-        convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
         uint64_t now = convoy__now_ns();
         if (now - __atomic_load_n(&dev->flag_asked_ns, __ATOMIC_RELAXED) < FLAG_ASK_NS &&
             now - e->asked_ns < FLAG_ASK_EVENT_NS)
