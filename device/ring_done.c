@@ -267,6 +267,8 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 break;
             int open = 0, finished = 0;
             uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
+            p->done.stamp_ns = t0; /* their completions, traced: seen now */
+            p->done.stamp_uses = 0;
             for (int i = 0; i < g->count; i++) {
                 convoy__member_t *m = &r->m[r->order[g->first + i]];
                 if (m->completed)
@@ -284,6 +286,7 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 else
                     open = 1;
             }
+            p->done.stamp_ns = 0;
             moved |= finished > 0;
             if (finished > 0 && p->ctx->trace != NULL)
                 convoy__trace_step(p, "complete", t0, r->id, finished);

@@ -18,6 +18,7 @@ libconvoy_internal_la_SOURCES += \
 	src/coherence.c \
 	src/trace.c \
 	src/trace_write.c \
+	src/trace_feed.c \
 	src/version.c \
 	src/proc.c \
 	src/bind.c

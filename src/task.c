@@ -204,6 +204,18 @@ void convoy__done_flush(convoy__done_batch_t *b)
     b->nslots = 0;
 }
 
+/* The time a completion is traced at: b's stamp when it has one (see core.h). */
+static uint64_t done_stamp(convoy__done_batch_t *b)
+{
+    if (b == NULL || b->stamp_ns == 0)
+        return convoy__now_ns();
+    if (b->stamp_uses++ == CONVOY__DONE_STAMP_USES) {
+        b->stamp_ns = convoy__now_ns();
+        b->stamp_uses = 1;
+    }
+    return b->stamp_ns;
+}
+
 /* Complete one task; successors that become ready are pushed, and those that must be
  * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
  * so a long chain of cancellations does not recurse. With b, the counters every
@@ -221,7 +233,7 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
                                        CONVOY__STEP_CANCELLED};
         convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
                                                                 .stage = step[outcome],
-                                                                .ts_ns = convoy__now_ns(),
+                                                                .ts_ns = done_stamp(b),
                                                                 .task_id = t->id,
                                                                 .ring_id = t->ring_id,
                                                                 .name = cls->name});

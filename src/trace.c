@@ -38,9 +38,6 @@
 #include "src/trace_impl.h"
 #include "src/util.h"
 
-#define CHUNK_MIN (16u << 10) /* bytes of a thread's first chunk; each next one doubles */
-#define CHUNK_MAX (1u << 20)  /* ... up to this */
-
 static _Atomic uint64_t next_gen = 1;
 static _Atomic uint64_t next_serial = 1;
 
@@ -165,6 +162,9 @@ convoy_status_t convoy__trace_open(convoy_context_t *ctx, const char *pattern, i
     }
     pthread_mutex_init(&t->lock, NULL);
     t->flows = flows != 0;
+    if ((t->feed = convoy__trace_feed_start()) == NULL)
+        convoy__log_debug("trace: no feeder thread; the emitting threads touch their chunks' "
+                          "pages themselves");
     t->t0_ns = convoy__now_ns();
     *trace_p = t;
     return CONVOY_SUCCESS;
@@ -178,6 +178,7 @@ err:
 
 static void free_all(convoy__trace_t *t)
 {
+    convoy__trace_stop_feed(t);
     for (tbuf_t *b = t->bufs, *bn; b != NULL; b = bn) {
         bn = b->next;
         for (chunk_t *c = b->head, *cn; c != NULL; c = cn) {
@@ -210,20 +211,6 @@ void convoy__trace_discard(convoy__trace_t *t)
     free_all(t);
 }
 
-/* A chunk of about bytes bytes. (Asking for huge pages with madvise was tried: where
- * the kernel compacts memory on demand, it made emits slower and erratic.) */
-static chunk_t *chunk_new(size_t bytes)
-{
-    chunk_t *c = malloc(bytes);
-    if (c == NULL)
-        return NULL;
-    atomic_init(&c->next, NULL);
-    atomic_init(&c->n, 0);
-    c->cap = (uint32_t)((bytes - sizeof(*c)) / sizeof(convoy__trace_event_t));
-    c->bytes = (uint32_t)bytes;
-    return c;
-}
-
 /* The calling thread's buffer in t, found or made under the lock; NULL without memory. */
 static tbuf_t *attach(convoy__trace_t *t)
 {
@@ -235,7 +222,7 @@ static tbuf_t *attach(convoy__trace_t *t)
         b = b->next;
     if (b == NULL && (b = calloc(1, sizeof(*b))) != NULL) {
         b->owner = tls_serial;
-        b->head = b->tail = chunk_new(CHUNK_MIN);
+        b->head = b->tail = convoy__trace_chunk_new(TRACE_CHUNK_MIN);
         if (b->head == NULL) {
             free(b);
             b = NULL;
@@ -323,7 +310,10 @@ void convoy__trace_emit(convoy__trace_t *t, const convoy__trace_event_t *ev)
     chunk_t *c = b->tail;
     unsigned n = atomic_load_explicit(&c->n, memory_order_relaxed);
     if (CONVOY__UNLIKELY(n == c->cap)) {
-        chunk_t *nc = chunk_new(CONVOY__MIN(2 * (size_t)c->bytes, CHUNK_MAX));
+        size_t bytes = CONVOY__MIN(2 * (size_t)c->bytes, TRACE_CHUNK_MAX);
+        chunk_t *nc = bytes == TRACE_CHUNK_MAX ? convoy__trace_feed_take(t->feed) : NULL;
+        if (nc == NULL)
+            nc = convoy__trace_chunk_new(bytes);
         if (nc == NULL)
             goto drop;
         atomic_store_explicit(&c->next, nc, memory_order_release);
@@ -374,6 +364,21 @@ void convoy__trace_name(convoy__trace_t *t, int pid, int tid, const char *name)
     free(copy);
 }
 
+void convoy__trace_stop_feed(convoy__trace_t *t)
+{
+    convoy__trace_feed_stop(t->feed);
+    t->feed = NULL;
+}
+
+uint64_t convoy__trace_fed(const convoy__trace_t *t, int *ready)
+{
+    int n;
+    uint64_t fed = convoy__trace_feed_fed(t->feed, &n);
+    if (ready != NULL)
+        *ready = n;
+    return fed;
+}
+
 int convoy__trace_flows(const convoy__trace_t *t)
 {
     return t->flows;
@@ -404,6 +409,7 @@ convoy_status_t convoy__trace_close(convoy__trace_t *t)
     if (dropped > 0)
         convoy__log_warn("trace: %" PRIu64 " events were lost (out of memory); %s is incomplete",
                          dropped, t->path);
+    convoy__trace_stop_feed(t); /* its chunks are not needed any more */
     pthread_mutex_lock(&t->lock);
     int err = convoy__trace_write(t);
     if (err < 0) {

@@ -82,6 +82,12 @@ void convoy__trace_emit(convoy__trace_t *trace, const convoy__trace_event_t *ev)
 void convoy__trace_name(convoy__trace_t *trace, int pid, int tid, const char *name);
 /* Whether flow arrows were asked for (CONVOY_TRACE_FLOWS). */
 int convoy__trace_flows(const convoy__trace_t *trace);
+/* The feeder of pre-touched chunks (trace_feed.c), for tests: the chunks it has handed
+ * out, and in *ready (when not NULL) how many it holds ready now; 0 once stopped. */
+uint64_t convoy__trace_fed(const convoy__trace_t *trace, int *ready);
+/* Stop the feeder: the emitting threads then allocate every chunk themselves. Done by
+ * close; tests call it earlier. No thread may be emitting into trace meanwhile. */
+void convoy__trace_stop_feed(convoy__trace_t *trace);
 /* How many events were recorded so far (tests). */
 uint64_t convoy__trace_count(const convoy__trace_t *trace, convoy__trace_kind_t kind);
 

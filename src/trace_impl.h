@@ -15,6 +15,9 @@
 
 #define NKINDS (CONVOY__EV_PROGRESS + 1)
 #define NAME_CACHE 16 /* per-buffer cache of interned names (a power of two) */
+#define TRACE_CHUNK_MIN (16u << 10) /* bytes of a thread's first chunk; each next one doubles */
+#define TRACE_CHUNK_MAX (1u << 20)  /* ... up to this */
+#define TRACE_FEED_CHUNKS 4         /* chunks of TRACE_CHUNK_MAX the feeder keeps ready (4 MiB) */
 
 typedef struct chunk {
     _Atomic(struct chunk *) next;
@@ -23,6 +26,22 @@ typedef struct chunk {
     atomic_uint n;  /* events written; stored with release after each event */
     convoy__trace_event_t ev[];
 } chunk_t;
+
+/* A chunk of about bytes bytes, its pages untouched; NULL without memory. */
+chunk_t *convoy__trace_chunk_new(size_t bytes);
+
+/* The feeder (trace_feed.c): a thread that keeps TRACE_FEED_CHUNKS chunks of
+ * TRACE_CHUNK_MAX bytes with their pages touched, so that the emitting threads do not
+ * take the page faults of fresh memory. */
+typedef struct trace_feed trace_feed_t;
+/* Start one; NULL when it cannot (the trace then goes without). */
+trace_feed_t *convoy__trace_feed_start(void);
+/* A ready chunk (and a signal to make the next), or NULL when none is (or f is NULL). */
+chunk_t *convoy__trace_feed_take(trace_feed_t *f);
+/* Chunks taken so far, and in *ready those ready now (tests). */
+uint64_t convoy__trace_feed_fed(trace_feed_t *f, int *ready);
+/* Stop the thread and free the chunks still ready. No thread may be taking. Accepts NULL. */
+void convoy__trace_feed_stop(trace_feed_t *f);
 
 /* One thread's events in one trace. Written by its owner only (lock-free). */
 typedef struct tbuf {
@@ -56,6 +75,7 @@ struct convoy__trace {
     int fd;                          /* the temporary file, open since trace_open */
     int flows;
     uint64_t t0_ns;
+    trace_feed_t *feed;       /* NULL: none (it could not start, or was stopped) */
     _Atomic uint64_t dropped; /* events lost to a failed allocation */
 };
 

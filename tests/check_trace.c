@@ -228,8 +228,9 @@ static uint64_t arg_u64(json_t *e, const char *key, size_t i)
     return (uint64_t)v;
 }
 
-/* Every flow event that has a lifecycle instant of its task (s: the source, f: the
- * successor) at its timestamp comes after that instant in the file: Perfetto binds a
+/* Each task's lifecycle instants are in time order; every flow event that has a
+ * lifecycle instant of its task (s: the source, f: the successor) at its timestamp
+ * comes after that instant in the file: Perfetto binds a
  * flow event to the slice already read on its track, so the other order binds the
  * arrow to the previous task's instant. Returns how many flow events were so bound. */
 static size_t check_flow_order(json_t *events)
@@ -252,6 +253,17 @@ static size_t check_flow_order(json_t *events)
                 at[task][k] = json_number_value(json_object_get(e, "ts"));
             }
     }
+    /* A task's steps, inserted to completed, never go back in time (a ring's members
+     * share their completion's time per 16, read after their execution was seen). */
+    for (size_t task = 1; task <= n; task++)
+        for (int k = 1, prev = first[task][0] >= 0 ? 0 : -1; k <= CONVOY__STEP_COMPLETED; k++) {
+            if (first[task][k] < 0)
+                continue;
+            ck_assert_msg(prev < 0 || at[task][k] + EPS_US >= at[task][prev],
+                          "task %zu: '%s' at %.3f us, before '%s' at %.3f", task, step_names[k],
+                          at[task][k], step_names[prev], at[task][prev]);
+            prev = k;
+        }
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(events, i);
         const char *ph = json_string_value(json_object_get(e, "ph"));
@@ -693,6 +705,51 @@ START_TEST(writer_many_threads)
 }
 END_TEST
 
+#define FEED_EVENTS 70000 /* past a thread's doubling chunks (1 MiB), then 4 of 1 MiB */
+
+static void emit_many(convoy__trace_t *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        convoy__trace_emit(t, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                       .stage = CONVOY__STEP_READY,
+                                                       .ts_ns = 1000 + (uint64_t)i,
+                                                       .task_id = (uint64_t)i,
+                                                       .ring_id = -1,
+                                                       .name = "fed"});
+}
+
+/* The trace's feeder hands touched chunks to a thread that fills its largest ones
+ * (trace_feed.c); stopped, the thread allocates its own: both keep every event. */
+START_TEST(feeder_hands_chunks)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/f.json", dir);
+    convoy__trace_t *t;
+    ck_assert_int_eq(convoy__trace_open(NULL, path, 0, &t), CONVOY_SUCCESS);
+    int ready = 0;
+    if (_i == 0) { /* fed: wait until the feeder has its chunks ready (10 s at most) */
+        for (int k = 0; k < 10000 && (convoy__trace_fed(t, &ready), ready < 4); k++)
+            usleep(1000);
+        ck_assert_int_eq(ready, 4);
+    } else {
+        convoy__trace_stop_feed(t);
+    }
+    emit_many(t, FEED_EVENTS);
+    uint64_t fed = convoy__trace_fed(t, &ready);
+    if (_i == 0)
+        ck_assert_uint_ge(fed, 3); /* the 1 MiB chunks; 4 were ready */
+    else
+        ck_assert(fed == 0 && ready == 0);
+    ck_assert_uint_eq(convoy__trace_count(t, CONVOY__EV_TASK), FEED_EVENTS);
+    ck_assert_int_eq(convoy__trace_close(t), CONVOY_SUCCESS);
+    counts_t c;
+    check_trace_file(path, &c);
+    ck_assert_uint_eq(c.steps[CONVOY__STEP_READY], FEED_EVENTS);
+    remove_dir(1);
+}
+END_TEST
+
 /* A trace without events is valid JSON too; a later name replaces an earlier one. */
 START_TEST(writer_empty)
 {
@@ -854,6 +911,7 @@ static Suite *suite(void)
     tc = tu_tcase(s, "writer", 30);
     tcase_add_test(tc, writer_serialises_and_escapes);
     tcase_add_test(tc, writer_many_threads);
+    tcase_add_loop_test(tc, feeder_hands_chunks, 0, 2);
     tcase_add_test(tc, writer_empty);
     tcase_add_test(tc, writer_discard);
     return s;
