@@ -204,7 +204,9 @@ void convoy__done_flush(convoy__done_batch_t *b)
     b->nslots = 0;
 }
 
-/* The time a completion is traced at: b's stamp when it has one (see core.h). */
+/* The time a task's own completion is traced at: b's stamp when it has one (see core.h).
+ * Not for the tasks its failure cancels: a program's callback may have inserted them
+ * since the stamp was read. */
 static uint64_t done_stamp(convoy__done_batch_t *b)
 {
     if (b == NULL || b->stamp_ns == 0)
@@ -221,7 +223,7 @@ static uint64_t done_stamp(convoy__done_batch_t *b)
  * so a long chain of cancellations does not recurse. With b, the counters every
  * insertion writes too are left to b's flush. */
 static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, const char *msg,
-                         convoy__task_t **cancel_list, convoy__done_batch_t *b)
+                         convoy__task_t **cancel_list, convoy__done_batch_t *b, uint64_t ts_ns)
 {
     const convoy_class_t *cls = t->cls;
     settle_writes(t, outcome);
@@ -231,12 +233,13 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
     if (ctx->trace != NULL && !convoy__task_internal(t)) {
         static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
                                        CONVOY__STEP_CANCELLED};
-        convoy__trace_emit(ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
-                                                                .stage = step[outcome],
-                                                                .ts_ns = done_stamp(b),
-                                                                .task_id = t->id,
-                                                                .ring_id = t->ring_id,
-                                                                .name = cls->name});
+        convoy__trace_emit(ctx->trace,
+                           &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                    .stage = step[outcome],
+                                                    .ts_ns = ts_ns ? ts_ns : convoy__now_ns(),
+                                                    .task_id = t->id,
+                                                    .ring_id = t->ring_id,
+                                                    .name = cls->name});
     }
 
     task_lock(t);
@@ -270,8 +273,11 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
             }
         }
     }
-    if (t->done != NULL)
+    if (t->done != NULL) {
         call_done(t, outcome, msg);
+        if (b != NULL) /* it may have taken long: the next completion's stamp is read anew */
+            b->stamp_uses = CONVOY__DONE_STAMP_USES;
+    }
     /* After the callback: a wait for this task returns once it has run. */
     if (b != NULL) {
         batch_add(ctx, b, t);
@@ -293,13 +299,14 @@ void convoy__task_complete_in(convoy__task_t *t, int outcome, const char *msg,
 {
     convoy_context_t *ctx = t->cls->ctx;
     convoy__task_t *cancel_list = NULL;
-    complete_one(ctx, t, outcome, msg, &cancel_list, b);
+    uint64_t ts_ns = ctx->trace != NULL && !convoy__task_internal(t) ? done_stamp(b) : 0;
+    complete_one(ctx, t, outcome, msg, &cancel_list, b, ts_ns);
     while (cancel_list != NULL) {
         convoy__task_t *c = cancel_list;
         cancel_list = c->next;
         /* A task whose data could not be brought to it fails, naming the transfer. */
         complete_one(ctx, c, c->fetch_msg != NULL ? CONVOY__FAILED : CONVOY__CANCELLED,
-                     c->fetch_msg, &cancel_list, b);
+                     c->fetch_msg, &cancel_list, b, 0);
     }
 }
 

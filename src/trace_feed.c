@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "src/trace_impl.h"
@@ -64,9 +65,10 @@ static void *feed_main(void *arg)
         }
         pthread_mutex_unlock(&f->lock);
         chunk_t *c = convoy__trace_chunk_new(TRACE_CHUNK_MAX);
-        if (c != NULL)
-            for (size_t off = FEED_PAGE; off < c->bytes; off += FEED_PAGE)
-                ((volatile char *)c)[off] = 0;
+        if (c != NULL) /* each page the chunk spans; chunk_new wrote its first */
+            for (uintptr_t a = ((uintptr_t)c | (FEED_PAGE - 1)) + 1; a < (uintptr_t)c + c->bytes;
+                 a += FEED_PAGE)
+                *(volatile char *)a = 0;
         pthread_mutex_lock(&f->lock);
         if (c == NULL)
             f->starved = 1;

@@ -253,10 +253,11 @@ static size_t check_flow_order(json_t *events)
                 at[task][k] = json_number_value(json_object_get(e, "ts"));
             }
     }
-    /* A task's steps, inserted to completed, never go back in time (a ring's members
-     * share their completion's time per 16, read after their execution was seen). */
+    /* A task's steps, inserted to its end (completed, failed or cancelled), never go back
+     * in time (a ring's members share their completion's time per 16, read after their
+     * execution was seen). */
     for (size_t task = 1; task <= n; task++)
-        for (int k = 1, prev = first[task][0] >= 0 ? 0 : -1; k <= CONVOY__STEP_COMPLETED; k++) {
+        for (int k = 1, prev = first[task][0] >= 0 ? 0 : -1; k <= CONVOY__STEP_CANCELLED; k++) {
             if (first[task][k] < 0)
                 continue;
             ck_assert_msg(prev < 0 || at[task][k] + EPS_US >= at[task][prev],
@@ -591,6 +592,122 @@ static json_t *load_events(const char *path)
     return root;
 }
 
+/* ---- completion stamps ------------------------------------------------------------ */
+
+typedef struct stamp_args {
+    int fail;
+} stamp_args_t;
+
+static convoy_context_t *stamp_ctx;
+static convoy_class_t *stamp_reader;
+static convoy_data_t *stamp_data[4];
+static uint64_t stamp_ids[2];
+static int stamp_calls;
+
+static int stamp_batch(const convoy_task_view_t *const *ts, int n, void *stream)
+{
+    (void)stream;
+    for (int i = 0; i < n; i++)
+        if (((const stamp_args_t *)ts[i]->args)->fail)
+            convoy_task_fail(ts[i], 1);
+    return 0;
+}
+
+static int stamp_noop(const convoy_task_view_t *t, void *stream)
+{
+    (void)t;
+    (void)stream;
+    return 0;
+}
+
+/* Each member's callback takes 3 ms; the first also inserts a reader of the failing
+ * member's output, which its failure then cancels. */
+static void stamp_done(void *arg, uint64_t id, convoy_status_t st, const char *msg)
+{
+    (void)arg;
+    (void)st;
+    (void)msg;
+    usleep(3000);
+    stamp_ids[stamp_calls] = id;
+    if (stamp_calls++ == 0)
+        ck_assert_int_eq(convoy_task_insert(stamp_ctx, stamp_reader, NULL, 0, &stamp_data[1]),
+                         CONVOY_SUCCESS);
+}
+
+/* The time of task id's instant named step in the trace at path; -1 when none. */
+static double instant_at(const char *path, uint64_t id, const char *step)
+{
+    json_t *root = load_events(path), *ev = json_object_get(root, "traceEvents");
+    double ts = -1;
+    for (size_t i = 0; i < json_array_size(ev) && ts < 0; i++) {
+        json_t *e = json_array_get(ev, i);
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "i") == 0 &&
+            strcmp(json_string_value(json_object_get(e, "name")), step) == 0 &&
+            (uint64_t)json_integer_value(json_object_get(json_object_get(e, "args"), "task")) == id)
+            ts = json_number_value(json_object_get(e, "ts"));
+    }
+    json_decref(root);
+    return ts;
+}
+
+/* A ring's members share a completion stamp, but not across a program's callback: the
+ * next member's is read anew. Before, a reader of the failing member inserted by the
+ * first member's callback showed "cancelled" before "inserted" (the order check of
+ * check_trace_file), and the failing member its end 3 ms early. */
+START_TEST(stamps_after_callbacks)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/stamps.json", dir);
+    const char *presets[] = {"sched", "batch",    "devices", "sim", "trace",
+                             path,    "nthreads", "1",       NULL};
+    stamp_ctx = tu_init(presets);
+    stamp_calls = 0;
+    convoy_access_t wm[2] = {CONVOY_RW, CONVOY_READ}, rm = CONVOY_READ;
+    convoy_class_t *work;
+    ck_assert_int_eq(convoy_class_new(stamp_ctx, "work", 2, wm, CONVOY_CLASS_BATCHABLE, &work),
+                     CONVOY_SUCCESS);
+    convoy_class_set_batch_chore(work, CONVOY_DEVICE_SIM, stamp_batch);
+    convoy_class_new(stamp_ctx, "reader", 1, &rm, 0, &stamp_reader);
+    convoy_class_set_chore(stamp_reader, CONVOY_DEVICE_CPU, stamp_noop);
+    for (int i = 0; i < 4; i++) {
+        int *mem = convoy_host_alloc(stamp_ctx, DATA_BYTES);
+        ck_assert_ptr_nonnull(mem);
+        memset(mem, 0, DATA_BYTES);
+        ck_assert_int_eq(convoy_data_new(stamp_ctx, mem, DATA_BYTES, &stamp_data[i]),
+                         CONVOY_SUCCESS);
+    }
+    /* The two members read what a first task writes: its completion makes them ready
+     * together, so they leave in one ring. */
+    stamp_args_t first = {0};
+    ck_assert_int_eq(convoy_task_insert(stamp_ctx, work, &first, sizeof(first), &stamp_data[2]),
+                     CONVOY_SUCCESS);
+    convoy_task_opts_t o = {.done = stamp_done};
+    for (int k = 0; k < 2; k++) {
+        stamp_args_t a = {.fail = k == 1};
+        convoy_data_t *f[2] = {stamp_data[k], stamp_data[2]};
+        ck_assert_int_eq(convoy_task_insert_ex(stamp_ctx, work, &a, sizeof(a), f, &o),
+                         CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(convoy_wait(stamp_ctx), CONVOY_ERR_TASK_FAILED);
+    convoy_fini(stamp_ctx);
+    convoy_param_preset_clear();
+    ck_assert_int_eq(stamp_calls, 2);
+    counts_t c;
+    check_trace_file(path, &c); /* the order of each task's instants */
+    ck_assert_uint_eq(c.steps[CONVOY__STEP_CANCELLED], 1);
+    /* The second member completed after the first's 3 ms callback, and says so. */
+    double t0 =
+        instant_at(path, stamp_ids[0], stamp_ids[0] < stamp_ids[1] ? "completed" : "failed");
+    double t1 =
+        instant_at(path, stamp_ids[1], stamp_ids[0] < stamp_ids[1] ? "failed" : "completed");
+    ck_assert(t0 >= 0 && t1 >= 0);
+    ck_assert_msg(t1 >= t0 + 3000 - EPS_US,
+                  "the second member's end at %.3f us, %.3f after the first's", t1, t1 - t0);
+    remove_dir(1);
+}
+END_TEST
+
 /* Stream events that overlap (enqueue time to poll time) come out serial, with the wait
  * in args.queued_us; hostile names are escaped into valid JSON. */
 START_TEST(writer_serialises_and_escapes)
@@ -904,6 +1021,7 @@ static Suite *suite(void)
     TCase *tc = tu_tcase(s, "runs", 60);
     tcase_add_loop_test(tc, trace_of_a_run, 0, 2);
     tcase_add_test(tc, launch_slice_excludes_waiting);
+    tcase_add_test(tc, stamps_after_callbacks);
     tcase_add_test(tc, acquire_keeps_trace_readable);
     tcase_add_loop_test(tc, trace_of_failures, 0, 2);
     tcase_add_test(tc, two_traces_in_turn);
