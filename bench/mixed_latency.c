@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 {
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
     world_t w = {.nsmall = 32, .small_bytes = 8192, .large_bytes = 64u << 20};
-    int rounds = 20;
+    int rounds = 20, each_round = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--small")))
@@ -135,10 +135,12 @@ int main(int argc, char **argv)
             w.large_bytes = (size_t)bench_long(prog, "--large-bytes", v, 4, 1L << 34) & ~(size_t)3;
         else if ((v = bench_opt(argc, argv, &i, "--rounds")))
             rounds = (int)bench_long(prog, "--rounds", v, 1, 100000);
+        else if (strcmp(argv[i], "--each-round") == 0)
+            each_round = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--small N] [--small-bytes B] [--large-bytes B] "
-                    "[--rounds R] [--convoy-NAME=VALUE ...]\n",
+                    "[--rounds R] [--each-round] [--convoy-NAME=VALUE ...]\n",
                     prog);
             return 2;
         }
@@ -173,12 +175,17 @@ int main(int argc, char **argv)
         w.out[i] = alloc_data(ctx, w.small_bytes, &w.d_out[i]);
     }
     /* Warm-up, then alternate so both arrangements see the same machine state. */
-    int ok = round_run(ctx, work, succ, &w, 1, 0, mixed) == 0;
+    int ok = round_run(ctx, work, succ, &w, 1, 0, mixed) == 0, done = 0;
     for (int r = 0; r < rounds && ok; r++) {
         ok = round_run(ctx, work, succ, &w, 0, 2 * r + 1, base + r * w.nsmall) == 0;
         ok = ok && round_run(ctx, work, succ, &w, 1, 2 * r + 2, mixed + r * w.nsmall) == 0;
+        done += ok;
     }
     ok = ok && atomic_load(&bad_results) == 0;
+    for (int r = 0; r < done && each_round; r++)
+        printf("round %d baseline_p50_us=%.1f small_p50_us=%.1f\n", r,
+               bench_quantile(base + r * w.nsmall, w.nsmall, 0.5),
+               bench_quantile(mixed + r * w.nsmall, w.nsmall, 0.5));
     int n = w.nsmall * rounds;
     char split[64];
     convoy_param_get(ctx, "batch_split_bytes", split, sizeof(split));

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,30 @@ static int pop_and_start(convoy__pipe_t *p, uint64_t seen, uint64_t *deadline_p,
     return 1;
 }
 
+/* With nothing in flight, poll the queue's push count for progress_idle_us before the
+ * thread sleeps: the wake-up of a sleeping thread is what a program that inserts again
+ * soon would wait for (5-24 us on the H200 host, doc/results.md, 2026-12-04). It yields
+ * its core at each poll: on 2 cores a poller that kept it slowed the CPU workers (300
+ * rounds of a sim task and two CPU tasks of 300 us: 200-234 ms against 126-140 at 0;
+ * with the yield, as at 0). 1 when a push or the deadline came, or the thread stops. */
+static int idle_poll(convoy__pipe_t *p, uint64_t seen, uint64_t deadline)
+{
+    if (p->idle_spin_ns == 0)
+        return 0;
+    uint64_t end = convoy__now_ns() + p->idle_spin_ns;
+    while (!atomic_load(&p->stop)) {
+        if (convoy__queue_pushes(p->ctx, p->queue) != seen)
+            return 1;
+        uint64_t now = convoy__now_ns();
+        if (now >= deadline)
+            return 1;
+        if (now >= end)
+            return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
 static void *progress_main(void *arg)
 {
     convoy__pipe_t *p = arg;
@@ -435,10 +460,12 @@ static void *progress_main(void *arg)
                 prof_print(p);
             else if (p->profile && p->prof_rings == 0)
                 prof_reset(p);
-            t_step = traced ? convoy__now_ns() : 0;
-            convoy__queue_sleep(ctx, p->queue, seen, deadline);
-            if (traced)
-                convoy__trace_step(p, "sleep", t_step, -1, 0);
+            if (!idle_poll(p, seen, deadline)) {
+                t_step = traced ? convoy__now_ns() : 0;
+                convoy__queue_sleep(ctx, p->queue, seen, deadline);
+                if (traced)
+                    convoy__trace_step(p, "sleep", t_step, -1, 0);
+            }
             t0 = p->profile ? convoy__now_ns() : 0;
             continue;
         }
@@ -497,6 +524,7 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     p->poll_ns = (uint64_t)(convoy__param_double(&ctx->params, "poll_us") * 1000.0);
     p->profile = (int)convoy__param_int(&ctx->params, "progress_profile");
     p->spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "progress_spin_us") * 1000.0);
+    p->idle_spin_ns = (uint64_t)(convoy__param_double(&ctx->params, "progress_idle_us") * 1000.0);
     p->method = method_of(convoy__param_str(&ctx->params, "copy_method"));
     /* Per device, split among its lanes (device_memory: src/component.c). */
     size_t cache = convoy__param_lane_share(&ctx->params, "device_cache");

@@ -266,8 +266,9 @@ typedef struct convoy__pipe {
     convoy__span_t *spans;     /* one job's memcpys, reused */
     int spans_cap;
     uint64_t poll_ns;
-    uint64_t spin_ns;     /* progress_spin_us */
-    uint64_t idle_since;  /* when nothing last moved with work in flight (0: it moved) */
+    uint64_t spin_ns;      /* progress_spin_us */
+    uint64_t idle_spin_ns; /* progress_idle_us */
+    uint64_t idle_since;   /* when nothing last moved with work in flight (0: it moved) */
     int pop_empty;        /* the last pop found nothing: skip pops until ... */
     uint64_t empty_woken; /* ... the queue's wake-up count moves from this, or ... */
     uint64_t empty_until; /* ... the ring deadline it reported passes, or ... */

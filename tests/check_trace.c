@@ -517,6 +517,49 @@ START_TEST(trace_of_a_run)
 }
 END_TEST
 
+/* With progress_idle_us, a progress thread that has nothing in flight polls its queue
+ * before it sleeps: tasks inserted 5 ms apart find it awake at 100 ms and wake it each
+ * time at 0 (its trace's "sleep" steps count the sleeps). */
+START_TEST(progress_polls_when_idle)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/idle.json", dir);
+    const char *idle = _i == 0 ? "0" : "100000";
+    const char *presets[] = {"sched",    "batch", "devices",          "sim", "trace", path,
+                             "nthreads", "1",     "progress_idle_us", idle,  NULL};
+    convoy_context_t *ctx = tu_init(presets);
+    convoy_access_t modes[2] = {CONVOY_RW, CONVOY_READ};
+    convoy_class_t *add;
+    ck_assert_int_eq(convoy_class_new(ctx, "add", 2, modes, CONVOY_CLASS_BATCHABLE, &add),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(add, CONVOY_DEVICE_SIM, add_chore), CONVOY_SUCCESS);
+    convoy_data_t *d[2];
+    for (int i = 0; i < 2; i++) {
+        int *mem = convoy_host_alloc(ctx, DATA_BYTES);
+        ck_assert_ptr_nonnull(mem);
+        memset(mem, 0, DATA_BYTES);
+        ck_assert_int_eq(convoy_data_new(ctx, mem, DATA_BYTES, &d[i]), CONVOY_SUCCESS);
+    }
+    for (int round = 0; round < 4; round++) {
+        usleep(5000);
+        ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, d), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    }
+    convoy_fini(ctx);
+    convoy_param_preset_clear();
+    counts_t c;
+    check_trace_file(path, &c);
+    /* At 0: a sleep before each insertion, and one ended by fini. At 100 ms: none
+     * between the insertions; one at each end only if a loaded machine stalls 100 ms. */
+    if (_i == 0)
+        ck_assert_uint_ge(c.sleeps, 4);
+    else
+        ck_assert_uint_le(c.sleeps, 2);
+    remove_dir(1);
+}
+END_TEST
+
 /* Failing and cancelled tasks appear as such, as many as the stats count. */
 START_TEST(trace_of_failures)
 {
@@ -1021,6 +1064,7 @@ static Suite *suite(void)
     TCase *tc = tu_tcase(s, "runs", 60);
     tcase_add_loop_test(tc, trace_of_a_run, 0, 2);
     tcase_add_test(tc, launch_slice_excludes_waiting);
+    tcase_add_loop_test(tc, progress_polls_when_idle, 0, 2);
     tcase_add_test(tc, stamps_after_callbacks);
     tcase_add_test(tc, acquire_keeps_trace_readable);
     tcase_add_loop_test(tc, trace_of_failures, 0, 2);
