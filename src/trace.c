@@ -372,11 +372,7 @@ void convoy__trace_stop_feed(convoy__trace_t *t)
 
 uint64_t convoy__trace_fed(const convoy__trace_t *t, int *ready)
 {
-    int n;
-    uint64_t fed = convoy__trace_feed_fed(t->feed, &n);
-    if (ready != NULL)
-        *ready = n;
-    return fed;
+    return convoy__trace_feed_fed(t->feed, ready);
 }
 
 int convoy__trace_flows(const convoy__trace_t *t)

@@ -110,13 +110,16 @@ chunk_t *convoy__trace_feed_take(trace_feed_t *f)
 
 uint64_t convoy__trace_feed_fed(trace_feed_t *f, int *ready)
 {
-    *ready = 0;
-    if (f == NULL)
-        return 0;
-    pthread_mutex_lock(&f->lock);
-    uint64_t n = f->fed;
-    *ready = f->nready;
-    pthread_mutex_unlock(&f->lock);
+    uint64_t n = 0;
+    int r = 0;
+    if (f != NULL) {
+        pthread_mutex_lock(&f->lock);
+        n = f->fed;
+        r = f->nready;
+        pthread_mutex_unlock(&f->lock);
+    }
+    if (ready != NULL)
+        *ready = r;
     return n;
 }
 

@@ -38,7 +38,7 @@ typedef struct trace_feed trace_feed_t;
 trace_feed_t *convoy__trace_feed_start(void);
 /* A ready chunk (and a signal to make the next), or NULL when none is (or f is NULL). */
 chunk_t *convoy__trace_feed_take(trace_feed_t *f);
-/* Chunks taken so far, and in *ready those ready now (tests). */
+/* Chunks taken so far, and in *ready (when not NULL) those ready now (tests). */
 uint64_t convoy__trace_feed_fed(trace_feed_t *f, int *ready);
 /* Stop the thread and free the chunks still ready. No thread may be taking. Accepts NULL. */
 void convoy__trace_feed_stop(trace_feed_t *f);

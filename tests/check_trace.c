@@ -113,6 +113,17 @@ typedef struct run_result {
     convoy_status_t wait;
 } run_result_t;
 
+/* n zeroed data of DATA_BYTES in d. */
+static void new_data(convoy_context_t *ctx, convoy_data_t **d, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int *mem = convoy_host_alloc(ctx, DATA_BYTES);
+        ck_assert_ptr_nonnull(mem);
+        memset(mem, 0, DATA_BYTES);
+        ck_assert_int_eq(convoy_data_new(ctx, mem, DATA_BYTES, &d[i]), CONVOY_SUCCESS);
+    }
+}
+
 /* Run a small program on sim and the CPUs: chains of batchable 'add' tasks (sim), a
  * CPU-only task every few (moves data home and back), and with fail set, one failing
  * CPU task whose successors are cancelled. */
@@ -133,12 +144,7 @@ static void run_program(const char *sched, const char *path, int fail, run_resul
     ck_assert_int_eq(convoy_class_new(ctx, "cpu", 1, cpu_modes, 0, &cpu), CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(cpu, CONVOY_DEVICE_CPU, cpu_chore), CONVOY_SUCCESS);
     convoy_data_t *d[NDATA];
-    for (int i = 0; i < NDATA; i++) {
-        int *mem = convoy_host_alloc(ctx, DATA_BYTES);
-        ck_assert_ptr_nonnull(mem);
-        memset(mem, 0, DATA_BYTES);
-        ck_assert_int_eq(convoy_data_new(ctx, mem, DATA_BYTES, &d[i]), CONVOY_SUCCESS);
-    }
+    new_data(ctx, d, NDATA);
     res->cpu_tasks = 0;
     for (int round = 0; round < 4; round++) {
         for (int i = 0; i < NDATA; i++) {
@@ -535,12 +541,7 @@ START_TEST(progress_polls_when_idle)
                      CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_class_set_chore(add, CONVOY_DEVICE_SIM, add_chore), CONVOY_SUCCESS);
     convoy_data_t *d[2];
-    for (int i = 0; i < 2; i++) {
-        int *mem = convoy_host_alloc(ctx, DATA_BYTES);
-        ck_assert_ptr_nonnull(mem);
-        memset(mem, 0, DATA_BYTES);
-        ck_assert_int_eq(convoy_data_new(ctx, mem, DATA_BYTES, &d[i]), CONVOY_SUCCESS);
-    }
+    new_data(ctx, d, 2);
     for (int round = 0; round < 4; round++) {
         usleep(5000);
         ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, d), CONVOY_SUCCESS);
@@ -626,6 +627,16 @@ START_TEST(two_traces_in_turn)
 END_TEST
 
 /* ---- the writer on its own --------------------------------------------------------- */
+
+/* A trace opened on file in the scratch folder (made here); its path in path. */
+static convoy__trace_t *open_scratch(const char *file, int flows, char *path, size_t len)
+{
+    make_dir();
+    snprintf(path, len, "%s/%s", dir, file);
+    convoy__trace_t *t;
+    ck_assert_int_eq(convoy__trace_open(NULL, path, flows, &t), CONVOY_SUCCESS);
+    return t;
+}
 
 static json_t *load_events(const char *path)
 {
@@ -713,13 +724,7 @@ START_TEST(stamps_after_callbacks)
     convoy_class_set_batch_chore(work, CONVOY_DEVICE_SIM, stamp_batch);
     convoy_class_new(stamp_ctx, "reader", 1, &rm, 0, &stamp_reader);
     convoy_class_set_chore(stamp_reader, CONVOY_DEVICE_CPU, stamp_noop);
-    for (int i = 0; i < 4; i++) {
-        int *mem = convoy_host_alloc(stamp_ctx, DATA_BYTES);
-        ck_assert_ptr_nonnull(mem);
-        memset(mem, 0, DATA_BYTES);
-        ck_assert_int_eq(convoy_data_new(stamp_ctx, mem, DATA_BYTES, &stamp_data[i]),
-                         CONVOY_SUCCESS);
-    }
+    new_data(stamp_ctx, stamp_data, 4);
     /* The two members read what a first task writes: its completion makes them ready
      * together, so they leave in one ring. */
     stamp_args_t first = {0};
@@ -755,11 +760,8 @@ END_TEST
  * in args.queued_us; hostile names are escaped into valid JSON. */
 START_TEST(writer_serialises_and_escapes)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/w.json", dir);
-    convoy__trace_t *t;
-    ck_assert_int_eq(convoy__trace_open(NULL, path, 1, &t), CONVOY_SUCCESS);
+    convoy__trace_t *t = open_scratch("w.json", 1, path, sizeof(path));
     static const char nasty[] = "q\"\\\n\x01\xff\xc3(\xe2\x82\xac end";
     convoy__trace_name(t, 1, -1, nasty);
     uint64_t t0 = convoy__now_ns() + 1000000000ull; /* ts are relative to the open */
@@ -843,11 +845,8 @@ static void *emitter(void *arg)
 /* Many threads emit at once (lock-free appends, chunk growth): nothing is lost. */
 START_TEST(writer_many_threads)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/m.json", dir);
-    convoy__trace_t *t;
-    ck_assert_int_eq(convoy__trace_open(NULL, path, 0, &t), CONVOY_SUCCESS);
+    convoy__trace_t *t = open_scratch("m.json", 0, path, sizeof(path));
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)
         ck_assert_int_eq(pthread_create(&th[i], NULL, emitter, t), 0);
@@ -882,11 +881,8 @@ static void emit_many(convoy__trace_t *t, int n)
  * (trace_feed.c); stopped, the thread allocates its own: both keep every event. */
 START_TEST(feeder_hands_chunks)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/f.json", dir);
-    convoy__trace_t *t;
-    ck_assert_int_eq(convoy__trace_open(NULL, path, 0, &t), CONVOY_SUCCESS);
+    convoy__trace_t *t = open_scratch("f.json", 0, path, sizeof(path));
     int ready = 0;
     if (_i == 0) { /* fed: wait until the feeder has its chunks ready (10 s at most) */
         for (int k = 0; k < 10000 && (convoy__trace_fed(t, &ready), ready < 4); k++)
@@ -913,11 +909,8 @@ END_TEST
 /* A trace without events is valid JSON too; a later name replaces an earlier one. */
 START_TEST(writer_empty)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/e.json", dir);
-    convoy__trace_t *t;
-    ck_assert_int_eq(convoy__trace_open(NULL, path, 1, &t), CONVOY_SUCCESS);
+    convoy__trace_t *t = open_scratch("e.json", 1, path, sizeof(path));
     convoy__trace_name(t, 2, 3, "first");
     convoy__trace_name(t, 2, 3, "second");
     ck_assert_int_eq(convoy__trace_close(t), CONVOY_SUCCESS);
@@ -943,11 +936,8 @@ END_TEST
 /* Discard leaves nothing behind, and accepts NULL (as close does). */
 START_TEST(writer_discard)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/d.json", dir);
-    convoy__trace_t *t;
-    ck_assert_int_eq(convoy__trace_open(NULL, path, 0, &t), CONVOY_SUCCESS);
+    convoy__trace_t *t = open_scratch("d.json", 0, path, sizeof(path));
     convoy__trace_emit(
         t, &(convoy__trace_event_t){
                .kind = CONVOY__EV_COUNTER, .pid = 1, .ts_ns = 5, .bytes = 7, .name = "mem"});
