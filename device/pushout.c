@@ -534,6 +534,7 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
 {
     int moved = 0, finished = 0;
     uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
+    convoy__queue_hold(p->ctx, 1); /* the CPU tasks waiting for these, pushed together */
     for (int i = 0; i < r->n; i++) {
         convoy__member_t *m = &r->m[i];
         if (m->completed || !transfer_ready(r, m))
@@ -561,6 +562,7 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
         finished++;
         moved = 1;
     }
+    convoy__queue_hold(p->ctx, 0);
     if (finished > 0 && p->ctx->trace != NULL)
         convoy__trace_step(p, "finish transfers", t0, r->id, finished);
     return moved;

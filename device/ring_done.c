@@ -269,6 +269,7 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
             uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
             p->done.stamp_ns = t0; /* their completions, traced: seen now */
             p->done.stamp_uses = 0;
+            convoy__queue_hold(p->ctx, 1); /* their CPU successors, pushed together */
             for (int i = 0; i < g->count; i++) {
                 convoy__member_t *m = &r->m[r->order[g->first + i]];
                 if (m->completed)
@@ -286,6 +287,7 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 else
                     open = 1;
             }
+            convoy__queue_hold(p->ctx, 0);
             p->done.stamp_ns = 0;
             moved |= finished > 0;
             if (finished > 0 && p->ctx->trace != NULL)

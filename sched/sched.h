@@ -45,6 +45,9 @@ typedef struct convoy__sched_component {
      * (the push may let pop() return a ring now, or changes when it should look again),
      * 0 when a sleeping consumer can sleep on until its deadline. */
     int (*push)(void *state, int queue, convoy__task_t *task);
+    /* push() for tasks[0..n) (n >= 1), in that order, at once; 1 when push() would have
+     * asked for a wake-up for any of them. May be NULL: the core pushes them one by one. */
+    int (*push_many)(void *state, int queue, convoy__task_t *const *tasks, int n);
     /*
      * Take up to max tasks that travel together into ring and return how many. Returns
      * 0 when none should leave now; then *deadline_ns_p is the CLOCK_MONOTONIC time at

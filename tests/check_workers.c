@@ -442,6 +442,65 @@ START_TEST(sleep_after_stop_returns)
 }
 END_TEST
 
+static int sim_write_chore(const convoy_task_view_t *t, void *stream)
+{
+    (void)stream;
+    *(float *)t->flows[0] = 1.0f;
+    return 0;
+}
+
+/* The CPU successors that a ring's completion makes ready are pushed together, up to
+ * CONVOY__HOLD_MAX a push: one ring of 20 sim tasks, each read by a CPU task, bumps the
+ * CPUs' queue's push count about 20 / 8 times, not 20 (each push took the lines its
+ * polling worker reads), and all 20 run. Pinned host memory and an inline launch: their
+ * outputs go home behind the launch, so the successors are ready at the completion. */
+START_TEST(ring_completion_pushes_successors_together)
+{
+    enum { N = 20 };
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_launch_inline", "1");
+    tu_ps_set(&ps, "batch_idle_close", "0");
+    tu_ps_set(&ps, "batch_max_tasks", "20"); /* N: the ring leaves full, whatever the pace */
+    tu_ps_set(&ps, "batch_max_wait_us", "60000000");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    convoy_class_t *work = NULL, *succ = NULL;
+    convoy_access_t w = CONVOY_WRITE, r = CONVOY_READ;
+    ck_assert_int_eq(convoy_class_new(ctx, "work", 1, &w, CONVOY_CLASS_BATCHABLE, &work),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(work, CONVOY_DEVICE_SIM, sim_write_chore),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_new(ctx, "successor", 1, &r, 0, &succ), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(succ, CONVOY_DEVICE_CPU, count_chore), CONVOY_SUCCESS);
+    float *x = convoy_host_alloc(ctx, N * sizeof(float));
+    ck_assert_ptr_nonnull(x);
+    convoy_data_t *d[N];
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(convoy_data_new(ctx, &x[i], sizeof(float), &d[i]), CONVOY_SUCCESS);
+    atomic_store(&ran, 0);
+    uint64_t before = convoy__queue_pushes(ctx, 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(convoy_task_insert(ctx, work, NULL, 0, &d[i]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_task_insert(ctx, succ, NULL, 0, &d[i]), CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(wait_ran(N), N);
+    uint64_t pushes = convoy__queue_pushes(ctx, 0) - before;
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    convoy_stats_t st;
+    convoy_get_stats(ctx, &st);
+    for (int i = 0; i < N; i++) {
+        ck_assert(x[i] == 1.0f);
+        convoy_data_free(d[i]);
+    }
+    convoy_host_free(ctx, x);
+    convoy_fini(ctx);
+    ck_assert_uint_eq(st.rings, 1);
+    ck_assert_msg(pushes >= 1 && pushes <= N / 4,
+                  "%llu pushes for %d successors made ready by one ring's completion",
+                  (unsigned long long)pushes, N);
+}
+END_TEST
+
 /* How many threads of this process have this name (/proc/self/task/N/comm). */
 static int threads_named(const char *name)
 {
@@ -558,6 +617,7 @@ static Suite *suite(void)
     tcase_add_test(tc, poller_stays_through_idle_moment);
     tcase_add_test(tc, sleep_after_stop_returns);
     tcase_add_test(tc, poller_hands_over_when_it_takes_work);
+    tcase_add_test(tc, ring_completion_pushes_successors_together);
     tcase_add_test(tc, threads_are_named);
     return s;
 }

@@ -249,6 +249,18 @@ static void take_incoming(batch_queue_t *q)
     }
 }
 
+/* Onto the CPUs' queue's incoming list, without its lock: n tasks linked newest first,
+ * from newest to oldest (oldest->next is set here). */
+static void push_incoming(batch_queue_t *q, convoy__task_t *newest, convoy__task_t *oldest, int n)
+{
+    atomic_fetch_add_explicit(&q->depth, n, memory_order_relaxed); /* before: never short */
+    convoy__task_t *head = atomic_load_explicit(&q->incoming, memory_order_relaxed);
+    do
+        oldest->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&q->incoming, &head, newest, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
 /* Wakes the consumer for a task that can leave at once (not batchable, or for the CPUs),
  * for the first task of a class (the consumer may be asleep with no deadline) and for
  * the task that fills a ring: the size the consumer's last pop asked for (less than
@@ -268,12 +280,7 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
          * decided under the lock, and the push takes none: with 16 workers popping, the
          * lock's futex calls took 41% of an inserting thread's insertion (perf of
          * bench/overhead on the H200 host, doc/results.md, 2026-12-04 evening). */
-        atomic_fetch_add_explicit(&q->depth, 1, memory_order_relaxed); /* before: never short */
-        convoy__task_t *head = atomic_load_explicit(&q->incoming, memory_order_relaxed);
-        do
-            task->next = head;
-        while (!atomic_compare_exchange_weak_explicit(&q->incoming, &head, task,
-                                                      memory_order_release, memory_order_relaxed));
+        push_incoming(q, task, task, 1);
         return 1;
     }
     /* Marked here, where the inserting thread has the data in its cache: in pop each
@@ -286,6 +293,24 @@ static int batch_push(void *state, int queue, convoy__task_t *task)
     int wake = count <= 1 || count == q->fill || count % s->wake_at == 0;
     pthread_mutex_unlock(&q->lock);
     return wake;
+}
+
+/* Several tasks at once: to the CPUs' queue as one list (one exchange of its head, one
+ * count), elsewhere one by one. */
+static int batch_push_many(void *state, int queue, convoy__task_t *const *tasks, int n)
+{
+    batch_state_t *s = state;
+    batch_queue_t *q = &s->q[queue];
+    if (queue != 0) {
+        int wake = 0;
+        for (int i = 0; i < n; i++)
+            wake |= batch_push(state, queue, tasks[i]);
+        return wake;
+    }
+    for (int i = n - 1; i > 0; i--) /* newest first, as pushed one by one */
+        tasks[i]->next = tasks[i - 1];
+    push_incoming(q, tasks[n - 1], tasks[0], n);
+    return 1;
 }
 
 /* When the ring being collected in cl closes if it does not fill (0: now). CPU workers
@@ -381,6 +406,7 @@ const convoy__sched_component_t convoy__sched_batch = {
     .init = batch_init,
     .fini = batch_fini,
     .push = batch_push,
+    .push_many = batch_push_many,
     .pop = batch_pop,
     .expedite = batch_expedite,
     .depth = batch_depth,
