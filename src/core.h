@@ -419,9 +419,9 @@ void convoy__cpu_poller_wake(convoy_context_t *ctx);
 /* A CPU worker completes the last task it ran (1) or is done with it (0): the first CPU
  * task that completion makes ready runs next on this worker, unqueued (src/worker.c). */
 void convoy__cpu_slot_open(int open);
-/* This thread holds back the CPU tasks it makes ready (1), and pushes them together, up to
- * CONVOY__HOLD_MAX at a time and all of them when it stops (0): a progress thread
- * completing a group of ring members (src/worker.c). */
+/* This thread holds back the CPU tasks it makes ready (1) and pushes them together, 1,
+ * 2, 4, then up to CONVOY__HOLD_MAX at a time, and the rest when it stops (0): a progress
+ * thread completing a group of ring members or a ring of transfers (src/worker.c). */
 #define CONVOY__HOLD_MAX 8
 void convoy__queue_hold(convoy_context_t *ctx, int on);
 

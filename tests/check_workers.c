@@ -449,19 +449,20 @@ static int sim_write_chore(const convoy_task_view_t *t, void *stream)
     return 0;
 }
 
-/* The CPU successors that a ring's completion makes ready are pushed together, up to
- * CONVOY__HOLD_MAX a push: one ring of 20 sim tasks, each read by a CPU task, bumps the
- * CPUs' queue's push count about 20 / 8 times, not 20 (each push took the lines its
- * polling worker reads), and all 20 run. Pinned host memory and an inline launch: their
+/* The CPU successors that a ring's completion makes ready are pushed together, 1, 2, 4,
+ * then up to CONVOY__HOLD_MAX a push: one ring of 32 sim tasks, each read by a CPU task,
+ * bumps the CPUs' queue's push count 7 times (1, 2, 4, 8, 8, 8, 1), not 32 (each push
+ * took the lines its polling worker reads), and all 32 run. The bound leaves room for a
+ * second pass. Pinned host memory and an inline launch: their
  * outputs go home behind the launch, so the successors are ready at the completion. */
 START_TEST(ring_completion_pushes_successors_together)
 {
-    enum { N = 20 };
+    enum { N = 32 };
     tu_pset_t ps;
     tu_ps_sim(&ps, "batch");
     tu_ps_set(&ps, "sim_launch_inline", "1");
     tu_ps_set(&ps, "batch_idle_close", "0");
-    tu_ps_set(&ps, "batch_max_tasks", "20"); /* N: the ring leaves full, whatever the pace */
+    tu_ps_set(&ps, "batch_max_tasks", "32"); /* N: the ring leaves full, whatever the pace */
     tu_ps_set(&ps, "batch_max_wait_us", "60000000");
     convoy_context_t *ctx = tu_init(ps.kv);
     convoy_class_t *work = NULL, *succ = NULL;
@@ -495,7 +496,7 @@ START_TEST(ring_completion_pushes_successors_together)
     convoy_host_free(ctx, x);
     convoy_fini(ctx);
     ck_assert_uint_eq(st.rings, 1);
-    ck_assert_msg(pushes >= 1 && pushes <= N / 4,
+    ck_assert_msg(pushes >= 1 && pushes <= N / 3,
                   "%llu pushes for %d successors made ready by one ring's completion",
                   (unsigned long long)pushes, N);
 }
