@@ -424,6 +424,11 @@ void convoy__cpu_slot_open(int open);
  * thread completing a group of ring members or a ring of transfers (src/worker.c). */
 #define CONVOY__HOLD_MAX 8
 void convoy__queue_hold(convoy_context_t *ctx, int on);
+/* Push what this thread holds and stop holding until resumed with what pause returned:
+ * a completion callback runs between them, since what it inserts may wait for a task
+ * held here (an edge to it without memory waits for it to complete). */
+convoy_context_t *convoy__queue_hold_pause(void);
+void convoy__queue_hold_resume(convoy_context_t *ctx);
 
 convoy_status_t convoy__workers_start(convoy_context_t *ctx);
 void convoy__workers_stop(convoy_context_t *ctx);

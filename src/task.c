@@ -143,6 +143,7 @@ static void call_done(const convoy__task_t *t, int outcome, const char *msg)
     const char *role = convoy__thread_role();
     if (role == NULL)
         convoy__thread_mark("a completion callback");
+    convoy_context_t *held = convoy__queue_hold_pause();
     if (outcome == CONVOY__OK)
         t->done(t->done_arg, t->id, CONVOY_SUCCESS, NULL);
     else if (outcome == CONVOY__FAILED)
@@ -150,6 +151,7 @@ static void call_done(const convoy__task_t *t, int outcome, const char *msg)
     else
         t->done(t->done_arg, t->id, CONVOY_ERR_TASK_FAILED,
                 "cancelled: a task it depends on failed or was cancelled");
+    convoy__queue_hold_resume(held);
     convoy__thread_mark(role);
 }
 

@@ -48,8 +48,10 @@ void convoy__cpu_slot_open(int open)
  * the worker ran each in 0.2-0.4 us. The pushes of a pass take 1, 2, 4, then up to
  * CONVOY__HOLD_MAX tasks: the first task goes at once, so the worker starts while the
  * thread completes the next ones (held 8 from the first, a pass's first successors waited
- * for 7 completions; mixed_latency's p50 was higher than without the hold in 5 turns of
- * 7 on the H200, by up to 18 us, though within its spread of 10-20 us).
+ * for 7 completions; with that and the completion loop's prefetch, mixed_latency's p50
+ * was higher than before in 5 turns of 7 on the H200, by up to 18 us, within its spread
+ * of 10-20 us). A completion callback runs with the hold pushed and paused
+ * (convoy__queue_hold_pause): what it inserts may wait for a task held here.
  */
 typedef struct push_hold {
     convoy_context_t *ctx; /* NULL: not holding */
@@ -61,7 +63,7 @@ static __thread push_hold_t hold;
 
 static void hold_flush(void)
 {
-    if (hold.n == 0)
+    if (hold.n == 0 || hold.ctx == NULL)
         return;
     convoy_context_t *ctx = hold.ctx;
     int wake = 0;
@@ -78,13 +80,22 @@ static void hold_flush(void)
 
 void convoy__queue_hold(convoy_context_t *ctx, int on)
 {
-    if (!on) {
-        hold_flush();
-        hold.ctx = NULL;
-        return;
-    }
-    hold.ctx = ctx;
+    hold_flush(); /* nothing is held when a hold starts: holds do not nest */
+    hold.ctx = on ? ctx : NULL;
     hold.limit = 1;
+}
+
+convoy_context_t *convoy__queue_hold_pause(void)
+{
+    convoy_context_t *ctx = hold.ctx;
+    hold_flush();
+    hold.ctx = NULL;
+    return ctx;
+}
+
+void convoy__queue_hold_resume(convoy_context_t *ctx)
+{
+    hold.ctx = ctx;
 }
 
 void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
@@ -96,7 +107,7 @@ void convoy__queue_push(convoy_context_t *ctx, int queue, convoy__task_t *task)
     }
     if (queue == 0 && hold.ctx == ctx) {
         hold.tasks[hold.n++] = task;
-        if (hold.n == hold.limit)
+        if (hold.n >= hold.limit)
             hold_flush();
         return;
     }

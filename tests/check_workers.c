@@ -6,8 +6,9 @@
  * thread, from a completion on a worker, from a chore); and a task a chore inserts runs
  * on another worker while the chore still runs; an accelerator that goes busy wakes one
  * worker to poll (spin_busy_us); a poller that takes a task hands its place over, so the
- * next push wakes no one; a stopped queue's sleeps end; convoy's threads are
- * named for what they are. Each waits for its tasks to
+ * next push wakes no one; the CPU tasks a ring's or a flush's completion makes ready are
+ * pushed together; a stopped queue's sleeps end; convoy's threads are named for what
+ * they are. Each waits for its tasks to
  * have run before any convoy_wait: a wait wakes the workers itself (its expedite), which
  * would hide a lost wake-up.
  */
@@ -449,18 +450,16 @@ static int sim_write_chore(const convoy_task_view_t *t, void *stream)
     return 0;
 }
 
-/* The CPU successors that a ring's completion makes ready are pushed together, 1, 2, 4,
- * then up to CONVOY__HOLD_MAX a push: one ring of 32 sim tasks, each read by a CPU task,
- * bumps the CPUs' queue's push count 7 times (1, 2, 4, 8, 8, 8, 1), not 32 (each push
- * took the lines its polling worker reads), and all 32 run. The bound leaves room for a
- * second pass. Pinned host memory and an inline launch: their
- * outputs go home behind the launch, so the successors are ready at the completion. */
-START_TEST(ring_completion_pushes_successors_together)
+/* One ring of 32 sim tasks, each read by a CPU task (pinned host memory). With an inline
+ * launch their outputs go home behind it, so the ring's completion makes the successors
+ * ready; without, each successor waits for a flush home, and the flushes' completion does.
+ * Returns the CPUs' queue's pushes until all 32 ran; *rings_p the rings of tasks. */
+static uint64_t successor_pushes(const char *launch_inline, uint64_t *rings_p)
 {
     enum { N = 32 };
     tu_pset_t ps;
     tu_ps_sim(&ps, "batch");
-    tu_ps_set(&ps, "sim_launch_inline", "1");
+    tu_ps_set(&ps, "sim_launch_inline", launch_inline);
     tu_ps_set(&ps, "batch_idle_close", "0");
     tu_ps_set(&ps, "batch_max_tasks", "32"); /* N: the ring leaves full, whatever the pace */
     tu_ps_set(&ps, "batch_max_wait_us", "60000000");
@@ -495,10 +494,106 @@ START_TEST(ring_completion_pushes_successors_together)
     }
     convoy_host_free(ctx, x);
     convoy_fini(ctx);
-    ck_assert_uint_eq(st.rings, 1);
-    ck_assert_msg(pushes >= 1 && pushes <= N / 3,
-                  "%llu pushes for %d successors made ready by one ring's completion",
-                  (unsigned long long)pushes, N);
+    *rings_p = st.rings;
+    return pushes;
+}
+
+/* The CPU successors that a ring's completion makes ready are pushed together, 1, 2, 4,
+ * then up to CONVOY__HOLD_MAX a push: 7 pushes for 32 (1, 2, 4, 8, 8, 8, 1), not 32
+ * (each push took the lines the polling worker reads), and all 32 run. The bound leaves
+ * room for a second pass. */
+START_TEST(ring_completion_pushes_successors_together)
+{
+    uint64_t rings = 0, pushes = successor_pushes("1", &rings);
+    ck_assert_uint_eq(rings, 1);
+    ck_assert_msg(pushes >= 1 && pushes <= 32 / 3,
+                  "%llu pushes for 32 successors made ready by one ring's completion",
+                  (unsigned long long)pushes);
+}
+END_TEST
+
+/* The same when the flushes home that the successors wait for complete them: their
+ * transfers' completion pushes them together too. */
+START_TEST(flush_completion_pushes_waiters_together)
+{
+    uint64_t rings = 0, pushes = successor_pushes("0", &rings);
+    ck_assert_uint_ge(rings, 1);
+    ck_assert_msg(pushes >= 1 && pushes <= 32 / 3,
+                  "%llu pushes for 32 successors made ready by their flushes' completion",
+                  (unsigned long long)pushes);
+}
+END_TEST
+
+/* What a member's completion made ready is queued before the member's completion callback
+ * runs. A task the callback inserts may wait for one of them (an edge to it, without
+ * memory, waits for it to complete: a review reproduced a hang so), and a task still
+ * held back by the progress thread would never run. Each of a ring's 4 members has a
+ * callback that waits (up to 2 s) for the CPU successor its own completion made ready to
+ * have run; the second member's was held before its callback ran. */
+enum { CB_MEMBERS = 4 };
+static atomic_int succ_done[CB_MEMBERS], seen_in_callback[CB_MEMBERS];
+
+static int mark_chore(const convoy_task_view_t *t, void *state)
+{
+    (void)state;
+    atomic_store(&succ_done[*(const int *)t->args], 1);
+    return 0;
+}
+
+static void wait_successor_cb(void *arg, uint64_t task_id, convoy_status_t outcome, const char *msg)
+{
+    (void)task_id;
+    (void)outcome;
+    (void)msg;
+    int i = *(int *)arg;
+    for (int k = 0; k < 20000 && !atomic_load(&succ_done[i]); k++)
+        sleep_us(100);
+    atomic_store(&seen_in_callback[i], atomic_load(&succ_done[i]));
+}
+
+START_TEST(successors_queued_before_completion_callback)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_launch_inline", "1");
+    tu_ps_set(&ps, "batch_idle_close", "0");
+    tu_ps_set(&ps, "batch_max_tasks", "4"); /* CB_MEMBERS: one ring */
+    tu_ps_set(&ps, "batch_max_wait_us", "60000000");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    convoy_class_t *work = NULL, *succ = NULL;
+    convoy_access_t w = CONVOY_WRITE, r = CONVOY_READ;
+    ck_assert_int_eq(convoy_class_new(ctx, "work", 1, &w, CONVOY_CLASS_BATCHABLE, &work),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(work, CONVOY_DEVICE_SIM, sim_write_chore),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_new(ctx, "successor", 1, &r, 0, &succ), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(succ, CONVOY_DEVICE_CPU, mark_chore), CONVOY_SUCCESS);
+    float *x = convoy_host_alloc(ctx, CB_MEMBERS * sizeof(float));
+    ck_assert_ptr_nonnull(x);
+    convoy_data_t *d[CB_MEMBERS];
+    static int index[CB_MEMBERS];
+    for (int i = 0; i < CB_MEMBERS; i++) {
+        index[i] = i;
+        atomic_store(&succ_done[i], 0);
+        atomic_store(&seen_in_callback[i], 0);
+        ck_assert_int_eq(convoy_data_new(ctx, &x[i], sizeof(float), &d[i]), CONVOY_SUCCESS);
+    }
+    for (int i = 0; i < CB_MEMBERS; i++) {
+        convoy_task_opts_t opts = {.done = wait_successor_cb, .done_arg = &index[i]};
+        ck_assert_int_eq(convoy_task_insert_ex(ctx, work, NULL, 0, &d[i], &opts), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_task_insert(ctx, succ, &index[i], sizeof(int), &d[i]),
+                         CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    for (int i = 0; i < CB_MEMBERS; i++)
+        convoy_data_free(d[i]);
+    convoy_host_free(ctx, x);
+    convoy_fini(ctx);
+    for (int i = 0; i < CB_MEMBERS; i++)
+        ck_assert_msg(atomic_load(&seen_in_callback[i]),
+                      "member %d's callback waited 2 s for the CPU successor its completion "
+                      "made ready, in vain",
+                      i);
 }
 END_TEST
 
@@ -619,6 +714,8 @@ static Suite *suite(void)
     tcase_add_test(tc, sleep_after_stop_returns);
     tcase_add_test(tc, poller_hands_over_when_it_takes_work);
     tcase_add_test(tc, ring_completion_pushes_successors_together);
+    tcase_add_test(tc, flush_completion_pushes_waiters_together);
+    tcase_add_test(tc, successors_queued_before_completion_callback);
     tcase_add_test(tc, threads_are_named);
     return s;
 }
