@@ -450,6 +450,30 @@ static int sim_write_chore(const convoy_task_view_t *t, void *stream)
     return 0;
 }
 
+/* A sim context whose rings leave only full, with n tasks each (batch_max_tasks), the
+ * launch inline or not; a batchable class "work" writing its one flow on sim, and a class
+ * "successor" reading its one flow with the CPU chore succ_chore. */
+static convoy_context_t *ring_world(const char *launch_inline, const char *n,
+                                    convoy_chore_fn succ_chore, convoy_class_t **work,
+                                    convoy_class_t **succ)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_launch_inline", launch_inline);
+    tu_ps_set(&ps, "batch_idle_close", "0");
+    tu_ps_set(&ps, "batch_max_tasks", n); /* the ring leaves full, whatever the pace */
+    tu_ps_set(&ps, "batch_max_wait_us", "60000000");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    convoy_access_t w = CONVOY_WRITE, r = CONVOY_READ;
+    ck_assert_int_eq(convoy_class_new(ctx, "work", 1, &w, CONVOY_CLASS_BATCHABLE, work),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(*work, CONVOY_DEVICE_SIM, sim_write_chore),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_new(ctx, "successor", 1, &r, 0, succ), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(*succ, CONVOY_DEVICE_CPU, succ_chore), CONVOY_SUCCESS);
+    return ctx;
+}
+
 /* One ring of 32 sim tasks, each read by a CPU task (pinned host memory). With an inline
  * launch their outputs go home behind it, so the ring's completion makes the successors
  * ready; without, each successor waits for a flush home, and the flushes' completion does.
@@ -457,21 +481,8 @@ static int sim_write_chore(const convoy_task_view_t *t, void *stream)
 static uint64_t successor_pushes(const char *launch_inline, uint64_t *rings_p)
 {
     enum { N = 32 };
-    tu_pset_t ps;
-    tu_ps_sim(&ps, "batch");
-    tu_ps_set(&ps, "sim_launch_inline", launch_inline);
-    tu_ps_set(&ps, "batch_idle_close", "0");
-    tu_ps_set(&ps, "batch_max_tasks", "32"); /* N: the ring leaves full, whatever the pace */
-    tu_ps_set(&ps, "batch_max_wait_us", "60000000");
-    convoy_context_t *ctx = tu_init(ps.kv);
     convoy_class_t *work = NULL, *succ = NULL;
-    convoy_access_t w = CONVOY_WRITE, r = CONVOY_READ;
-    ck_assert_int_eq(convoy_class_new(ctx, "work", 1, &w, CONVOY_CLASS_BATCHABLE, &work),
-                     CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(work, CONVOY_DEVICE_SIM, sim_write_chore),
-                     CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_new(ctx, "successor", 1, &r, 0, &succ), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(succ, CONVOY_DEVICE_CPU, count_chore), CONVOY_SUCCESS);
+    convoy_context_t *ctx = ring_world(launch_inline, "32", count_chore, &work, &succ);
     float *x = convoy_host_alloc(ctx, N * sizeof(float));
     ck_assert_ptr_nonnull(x);
     convoy_data_t *d[N];
@@ -553,21 +564,8 @@ static void wait_successor_cb(void *arg, uint64_t task_id, convoy_status_t outco
 
 START_TEST(successors_queued_before_completion_callback)
 {
-    tu_pset_t ps;
-    tu_ps_sim(&ps, "batch");
-    tu_ps_set(&ps, "sim_launch_inline", "1");
-    tu_ps_set(&ps, "batch_idle_close", "0");
-    tu_ps_set(&ps, "batch_max_tasks", "4"); /* CB_MEMBERS: one ring */
-    tu_ps_set(&ps, "batch_max_wait_us", "60000000");
-    convoy_context_t *ctx = tu_init(ps.kv);
-    convoy_class_t *work = NULL, *succ = NULL;
-    convoy_access_t w = CONVOY_WRITE, r = CONVOY_READ;
-    ck_assert_int_eq(convoy_class_new(ctx, "work", 1, &w, CONVOY_CLASS_BATCHABLE, &work),
-                     CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(work, CONVOY_DEVICE_SIM, sim_write_chore),
-                     CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_new(ctx, "successor", 1, &r, 0, &succ), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(succ, CONVOY_DEVICE_CPU, mark_chore), CONVOY_SUCCESS);
+    convoy_class_t *work = NULL, *succ = NULL; /* one ring of CB_MEMBERS */
+    convoy_context_t *ctx = ring_world("1", "4", mark_chore, &work, &succ);
     float *x = convoy_host_alloc(ctx, CB_MEMBERS * sizeof(float));
     ck_assert_ptr_nonnull(x);
     convoy_data_t *d[CB_MEMBERS];
