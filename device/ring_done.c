@@ -203,7 +203,9 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
 
 static void prefetch_member(const convoy__pipe_t *p, const convoy__member_t *m)
 {
-    for (int f = 0; !m->completed && f < m->ncopies; f++) { /* a completed one may be freed */
+    if (m->completed) /* its task may be freed */
+        return;
+    for (int f = 0; f < m->ncopies; f++) {
         convoy__data_prefetch(m->task->data[f], p->dev->index);
         convoy__devcopy_prefetch(m->copy[f]);
     }

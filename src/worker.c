@@ -78,19 +78,21 @@ static void hold_flush(void)
         convoy__queue_wake(ctx, 0);
 }
 
-void convoy__queue_hold(convoy_context_t *ctx, int on)
-{
-    hold_flush(); /* nothing is held when a hold starts: holds do not nest */
-    hold.ctx = on ? ctx : NULL;
-    hold.limit = 1;
-}
-
 convoy_context_t *convoy__queue_hold_pause(void)
 {
     convoy_context_t *ctx = hold.ctx;
     hold_flush();
     hold.ctx = NULL;
     return ctx;
+}
+
+void convoy__queue_hold(convoy_context_t *ctx, int on)
+{
+    convoy__queue_hold_pause(); /* nothing is held when a hold starts: holds do not nest */
+    if (on) {
+        hold.ctx = ctx;
+        hold.limit = 1;
+    }
 }
 
 void convoy__queue_hold_resume(convoy_context_t *ctx)

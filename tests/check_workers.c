@@ -477,8 +477,9 @@ static convoy_context_t *ring_world(const char *launch_inline, const char *n,
 /* One ring of 32 sim tasks, each read by a CPU task (pinned host memory). With an inline
  * launch their outputs go home behind it, so the ring's completion makes the successors
  * ready; without, each successor waits for a flush home, and the flushes' completion does.
- * Returns the CPUs' queue's pushes until all 32 ran; *rings_p the rings of tasks. */
-static uint64_t successor_pushes(const char *launch_inline, uint64_t *rings_p)
+ * The CPUs' queue's pushes until all 32 ran must be few (by: what made them ready, for the
+ * message); returns the rings of tasks. */
+static uint64_t assert_pushed_together(const char *launch_inline, const char *by)
 {
     enum { N = 32 };
     convoy_class_t *work = NULL, *succ = NULL;
@@ -505,8 +506,9 @@ static uint64_t successor_pushes(const char *launch_inline, uint64_t *rings_p)
     }
     convoy_host_free(ctx, x);
     convoy_fini(ctx);
-    *rings_p = st.rings;
-    return pushes;
+    ck_assert_msg(pushes >= 1 && pushes <= N / 3, "%llu pushes for %d successors made ready by %s",
+                  (unsigned long long)pushes, N, by);
+    return st.rings;
 }
 
 /* The CPU successors that a ring's completion makes ready are pushed together, 1, 2, 4,
@@ -515,11 +517,7 @@ static uint64_t successor_pushes(const char *launch_inline, uint64_t *rings_p)
  * room for a second pass. */
 START_TEST(ring_completion_pushes_successors_together)
 {
-    uint64_t rings = 0, pushes = successor_pushes("1", &rings);
-    ck_assert_uint_eq(rings, 1);
-    ck_assert_msg(pushes >= 1 && pushes <= 32 / 3,
-                  "%llu pushes for 32 successors made ready by one ring's completion",
-                  (unsigned long long)pushes);
+    ck_assert_uint_eq(assert_pushed_together("1", "one ring's completion"), 1);
 }
 END_TEST
 
@@ -527,11 +525,7 @@ END_TEST
  * transfers' completion pushes them together too. */
 START_TEST(flush_completion_pushes_waiters_together)
 {
-    uint64_t rings = 0, pushes = successor_pushes("0", &rings);
-    ck_assert_uint_ge(rings, 1);
-    ck_assert_msg(pushes >= 1 && pushes <= 32 / 3,
-                  "%llu pushes for 32 successors made ready by their flushes' completion",
-                  (unsigned long long)pushes);
+    ck_assert_uint_ge(assert_pushed_together("0", "their flushes' completion"), 1);
 }
 END_TEST
 
