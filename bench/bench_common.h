@@ -15,11 +15,38 @@
 
 #include "convoy.h"
 
+/* Valgrind's client requests, where its headers are installed (bench_timed_begin). */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define BENCH_HAVE_CALLGRIND 1
+#endif
+#endif
+
 static inline double bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The timed part of a run, marked for callgrind: under `valgrind --tool=callgrind
+ * --instr-atstart=no` (bench/host_profile.py) only what every thread does between
+ * bench_timed_begin and bench_timed_end is counted, not the set-up, the checks or the
+ * frees around it. Outside valgrind each is a few instructions; built without valgrind's
+ * headers, nothing. */
+static inline void bench_timed_begin(void)
+{
+#ifdef BENCH_HAVE_CALLGRIND
+    CALLGRIND_START_INSTRUMENTATION;
+#endif
+}
+
+static inline void bench_timed_end(void)
+{
+#ifdef BENCH_HAVE_CALLGRIND
+    CALLGRIND_STOP_INSTRUMENTATION;
+#endif
 }
 
 /* Page faults of the whole process so far (minor and major), 0 where unknown: in a

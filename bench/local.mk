@@ -35,7 +35,7 @@ endif
 # Shipped by `make dist` whether or not this build has CUDA.
 EXTRA_DIST += bench/tiny_tasks_cuda.cu bench/mixed_latency_cuda.cu bench/copy_paths.cu \
 	bench/rw_chores_cuda.cu
-EXTRA_DIST += bench/h200.sh bench/h200_compare.sh bench/h200_final.sh bench/h200_host.sh bench/h200_profile.sh bench/h200_copy.sh bench/h200_mid.sh bench/h200_mid2.sh bench/h200_final2.sh bench/h200_dist.sh bench/h200_build.sh bench/h200_wake.sh bench/h200_cache.sh bench/h200_ab.sh bench/h200_ab3.sh bench/h200_pageable.sh bench/h200_latency.sh bench/mixed_latency_steps.py bench/mixed_latency_rounds.py
+EXTRA_DIST += bench/h200.sh bench/h200_compare.sh bench/h200_final.sh bench/h200_host.sh bench/h200_profile.sh bench/h200_copy.sh bench/h200_mid.sh bench/h200_mid2.sh bench/h200_final2.sh bench/h200_dist.sh bench/h200_build.sh bench/h200_wake.sh bench/h200_cache.sh bench/h200_ab.sh bench/h200_ab3.sh bench/h200_pageable.sh bench/h200_latency.sh bench/mixed_latency_steps.py bench/mixed_latency_rounds.py bench/host_profile.py
 
 # The distributed mode (doc/dist.md): run under mpirun.
 if HAVE_MPI

@@ -172,11 +172,13 @@ static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int b
     convoy_stats_t s0, s1;
     convoy_get_stats(ctx, &s0);
     long faults0 = bench_page_faults();
+    bench_timed_begin();
     double t0 = bench_now();
     int ok = run_insert(ctx, cls, r) == 0;
     double insert_secs = bench_now() - t0;
     convoy_status_t st = convoy_wait(ctx);
     double secs = bench_now() - t0;
+    bench_timed_end();
     long faults = bench_page_faults() - faults0;
     convoy_get_stats(ctx, &s1);
     if (st != CONVOY_SUCCESS) {

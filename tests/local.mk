@@ -218,6 +218,10 @@ EXTRA_DIST += tests/tools_cli.sh
 TESTS += tests/bench_smoke.sh
 EXTRA_DIST += tests/bench_smoke.sh
 
+# bench/host_profile.py counts a task's host cost under callgrind (where valgrind is).
+TESTS += tests/host_profile.sh
+EXTRA_DIST += tests/host_profile.sh
+
 # Under taskset -c 1, convoy's threads keep to CPU 1.
 TESTS += tests/bind_taskset.sh
 EXTRA_DIST += tests/bind_taskset.sh

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""host_profile: the runtime's own host cost per task, counted rather than timed.
+
+Runs bench/tiny_tasks on the sim device with every sim cost at 0 under valgrind's
+callgrind, counting only its timed windows (bench_timed_begin/end in
+bench/bench_common.h), twice: with RUNS_A and with RUNS_B timed runs. The difference of
+the two, divided by the tasks of the extra runs, is what one task costs each thread in
+steady state: the warm-up run, the start and the end cancel out. Valgrind runs one
+thread at a time; with its fair scheduling the progress thread frees the last run's
+device copies while the program sets up the next run, as it does on a machine with
+cores to spare, and repeated profiles agree to within 0.2% (without it, 3.9k to 6.3k
+instructions a task on the progress thread, as those frees fell in a window or not).
+
+It counts instructions (Ir), data reads and writes, and the misses of a modelled cache:
+a 48 KiB L1 and a 2 MiB L2, as each core of the H200 host's Xeon has. The model is one
+cache that every thread shares, so a thread's lines can be evicted by another's, and a
+line another core last wrote counts as a hit: it ranks where a thread's misses come from
+more than it predicts their cost. Counts do not vary from run to run the way times do on
+a shared machine, so a change of a few percent on one thread shows here, where tasks/s on
+the GPU machine needs tens of runs to resolve it.
+
+What it leaves out: the GPU runtime's calls (the sim device stands in for them; its
+functions are those of device/sim/, and its threads are the "sim" row), waits, and what
+only a second core costs. doc/tracing.md says how to read it.
+
+Usage: bench/host_profile.py [--build DIR] [--tasks N] [--flow-bytes B] [--runs-a A]
+           [--runs-b B] [--top K] [--keep DIR] [-- tiny_tasks options...]
+Last line: host_profile tasks=N flow_bytes=B program_ir=.. progress_ir=.. progress_l1_misses=..
+           progress_l2_misses=.. workers_ir=.. sim_ir=.. verified=yes|no (per task)
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+EVENTS = ["Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw"]
+SIM_ZERO = {
+    "CONVOY_DEVICES": "sim",
+    "CONVOY_SIM_SUBMIT_US": "0",
+    "CONVOY_SIM_COPY_US": "0",
+    "CONVOY_SIM_SINGLE_COPY_US": "0",
+    "CONVOY_SIM_LAUNCH_US": "0",
+    "CONVOY_SIM_PAGEABLE_US": "0",
+    "CONVOY_SIM_BANDWIDTH_GBS": "1000000",
+}
+# A thread's role, by the first of these functions its profile holds (callgrind names
+# each thread's file by creation order, which need not match between two runs).
+ROLES = [
+    ("progress", "progress_main"),
+    ("workers", "worker_main"),
+    ("sim", "sim_stream_main"),
+    ("program", "run_insert"),
+]
+
+
+def fail(msg):
+    print("host_profile: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def profile(args, runs, out_dir, tag):
+    """Run tiny_tasks under callgrind; returns (the profile files, whether it verified)."""
+    base = os.path.join(out_dir, tag)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVOY_")}
+    env.update(SIM_ZERO)
+    cmd = [
+        "valgrind", "--tool=callgrind", "--fair-sched=yes", "--separate-threads=yes", "--cache-sim=yes",
+        "--D1=49152,12,64", "--LL=2097152,16,64", "--instr-atstart=no",
+        "--callgrind-out-file=" + base,
+        os.path.join(args.build, "bench", "tiny_tasks"), "--tasks", str(args.tasks),
+        "--runs", str(runs), "--flow-bytes", str(args.flow_bytes),
+    ] + args.extra
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("tiny_tasks ")]
+    if p.returncode != 0 or len(lines) != runs:
+        sys.stderr.write(p.stdout[-2000:] + p.stderr[-3000:])
+        fail("%s exited %d with %d of %d run lines" % (" ".join(cmd), p.returncode,
+                                                       len(lines), runs))
+    files = sorted(f for f in os.listdir(out_dir) if f.startswith(tag + "-"))
+    ok = all("verified=yes" in l for l in lines)
+    return [os.path.join(out_dir, f) for f in files], ok
+
+
+def functions(path):
+    """Self cost per function of one thread's profile: {name: [events]}."""
+    p = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100",
+                        "--show-percs=no", "--show=" + ",".join(EVENTS), path],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
+    costs = {}
+    row = re.compile(r"^\s*((?:[\d,]+|\.)(?:\s+(?:[\d,]+|\.)){%d})\s+(\S.*)$" % (len(EVENTS) - 1))
+    for line in p.stdout.splitlines():
+        m = row.match(line)
+        if m is None or ":" not in m.group(2):
+            continue
+        name = re.sub(r"\s*\[.*\]$", "", m.group(2)).strip()
+        name = re.sub(r"^(.*?/)?\.\./", "", name)  # the build directory's ../ prefix
+        vals = [0 if v == "." else int(v.replace(",", "")) for v in m.group(1).split()]
+        acc = costs.setdefault(name, [0] * len(EVENTS))
+        for i, v in enumerate(vals):
+            acc[i] += v
+    return costs
+
+
+def role_of(fns):
+    names = " ".join(fns)
+    for role, fn in ROLES:
+        if ":" + fn in names:
+            return role
+    return "other"
+
+
+def by_role(files):
+    """{role: {function: [events]}} summed over the threads of each role."""
+    roles = {}
+    for f in files:
+        fns = functions(f)
+        dest = roles.setdefault(role_of(fns), {})
+        for name, vals in fns.items():
+            acc = dest.setdefault(name, [0] * len(EVENTS))
+            for i, v in enumerate(vals):
+                acc[i] += v
+    return roles
+
+
+def diff(a, b, per):
+    """b - a per task, per function."""
+    out = {}
+    for name in set(a) | set(b):
+        va, vb = a.get(name, [0] * len(EVENTS)), b.get(name, [0] * len(EVENTS))
+        out[name] = [(y - x) / per for x, y in zip(va, vb)]
+    return out
+
+
+def total(fns):
+    t = [0.0] * len(EVENTS)
+    for vals in fns.values():
+        t = [x + y for x, y in zip(t, vals)]
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=".", help="the build directory (default: .)")
+    ap.add_argument("--tasks", type=int, default=4096)
+    ap.add_argument("--flow-bytes", type=int, default=1024)
+    ap.add_argument("--runs-a", type=int, default=2)
+    ap.add_argument("--runs-b", type=int, default=6)
+    ap.add_argument("--top", type=int, default=25, help="functions listed per thread role")
+    ap.add_argument("--keep", help="keep the profiles in this directory")
+    ap.add_argument("extra", nargs="*", help="after --: more tiny_tasks options")
+    args = ap.parse_args()
+    if args.tasks < 1 or args.flow_bytes < 1:
+        fail("--tasks and --flow-bytes must be positive (%d, %d)" % (args.tasks, args.flow_bytes))
+    if not 1 <= args.runs_a < args.runs_b:
+        fail("--runs-a %d and --runs-b %d: need 1 <= A < B" % (args.runs_a, args.runs_b))
+    for tool in ("valgrind", "callgrind_annotate"):
+        if shutil.which(tool) is None:
+            fail("%s is not installed (Debian: apt-get install valgrind)" % tool)
+    if not os.access(os.path.join(args.build, "bench", "tiny_tasks"), os.X_OK):
+        fail("no bench/tiny_tasks under --build %s" % args.build)
+
+    out_dir = args.keep or tempfile.mkdtemp(prefix="convoy-host-profile.")
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        fa, ok_a = profile(args, args.runs_a, out_dir, "a")
+        fb, ok_b = profile(args, args.runs_b, out_dir, "b")
+        per = float(args.tasks * (args.runs_b - args.runs_a))
+        ra, rb = by_role(fa), by_role(fb)
+    finally:
+        if not args.keep:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+    print("host_profile: tiny_tasks --tasks %d --flow-bytes %d %s on sim (costs 0), "
+          "timed runs %d - %d, per task:" % (args.tasks, args.flow_bytes, " ".join(args.extra),
+                                            args.runs_b, args.runs_a))
+    head = "%-9s %8s %8s %8s %8s %8s" % ("thread", "Ir", "Dr", "Dw", "L1miss", "L2miss")
+    print(head)
+    totals = {}
+    for role in ["program", "progress", "workers", "sim", "other"]:
+        if role not in rb:
+            continue
+        d = diff(ra.get(role, {}), rb[role], per)
+        t = total(d)
+        totals[role] = t
+        e = dict(zip(EVENTS, t))
+        print("%-9s %8.0f %8.0f %8.0f %8.1f %8.1f" % (role, e["Ir"], e["Dr"], e["Dw"],
+                                                    e["D1mr"] + e["D1mw"], e["DLmr"] + e["DLmw"]))
+    for role in ["progress", "program"]:
+        if role not in rb:
+            continue
+        d = diff(ra.get(role, {}), rb[role], per)
+        print("\n%s thread, by function (self cost per task):" % role)
+        print("%8s %8s %8s  %s" % ("Ir", "L1miss", "L2miss", "function"))
+        rows = sorted(d.items(), key=lambda kv: -kv[1][0])
+        for name, v in rows[:args.top]:
+            e = dict(zip(EVENTS, v))
+            print("%8.0f %8.2f %8.2f  %s" % (e["Ir"], e["D1mr"] + e["D1mw"],
+                                            e["DLmr"] + e["DLmw"], name))
+
+    def get(role, *evs):
+        t = dict(zip(EVENTS, totals.get(role, [0.0] * len(EVENTS))))
+        return sum(t[e] for e in evs)
+
+    print("\nhost_profile tasks=%d flow_bytes=%d program_ir=%.0f progress_ir=%.0f "
+          "progress_l1_misses=%.1f progress_l2_misses=%.1f workers_ir=%.0f sim_ir=%.0f "
+          "verified=%s" % (args.tasks, args.flow_bytes, get("program", "Ir"),
+                           get("progress", "Ir"), get("progress", "D1mr", "D1mw"),
+                           get("progress", "DLmr", "DLmw"), get("workers", "Ir"),
+                           get("sim", "Ir"), "yes" if ok_a and ok_b else "no"))
+
+
+if __name__ == "__main__":
+    main()

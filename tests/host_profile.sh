@@ -1,0 +1,35 @@
+#!/bin/sh
+# Proves that bench/host_profile.py runs tiny_tasks under callgrind and reads what it
+# counted: positive instructions per task for the program's thread and the progress
+# thread, and runs that verified. Skipped (77) without valgrind or python3, and in
+# sanitized builds, which valgrind cannot run.
+set -u
+for v in $(env | sed -n 's/^\(CONVOY_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
+if ! command -v valgrind >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP: valgrind or python3 is not installed"
+    exit 77
+fi
+if grep -q -e '-fsanitize' Makefile 2>/dev/null; then
+    echo "SKIP: a sanitized build (valgrind cannot run it)"
+    exit 77
+fi
+out=$(timeout 600 python3 "$(dirname "$0")/../bench/host_profile.py" --build . --tasks 64 \
+    --runs-a 1 --runs-b 2 --top 5 2>&1)
+rc=$?
+echo "$out"
+last=$(echo "$out" | tail -n 1)
+case "$last" in
+host_profile\ *verified=yes) ;;
+*)
+    echo "FAIL: bench/host_profile.py exited $rc, or its last line is not a verified result"
+    exit 1
+    ;;
+esac
+for key in program_ir progress_ir; do
+    n=$(echo "$last" | sed -n "s/.* $key=\([0-9]*\) .*/\1/p")
+    if [ -z "$n" ] || [ "$n" -le 0 ]; then
+        echo "FAIL: $key is '${n}', not a positive count of instructions per task"
+        exit 1
+    fi
+done
+echo "ok: $last"
