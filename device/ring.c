@@ -295,7 +295,9 @@ static int make_groups(convoy__ring_t *r)
 {
     int n = r->n;
     r->order = malloc((size_t)n * sizeof(int));
-    r->groups = calloc((size_t)(n + 1), sizeof(convoy__group_t));
+    /* Group 0 and at most one group per split submission: nin + 1 at most (n + 1 zeroed
+     * 26 KiB for each ring of 256, which has one group). */
+    r->groups = calloc((size_t)(CONVOY__MIN(n, r->nin) + 1), sizeof(convoy__group_t));
     int *key = malloc((size_t)n * sizeof(int)); /* -1 for group 0, else the split sub */
     if (r->order == NULL || r->groups == NULL || key == NULL) {
         free(key);
