@@ -89,7 +89,7 @@ def functions(path):
     """Self cost per function of one thread's profile: {name: [events]}."""
     p = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100",
                         "--show-percs=no", "--show=" + ",".join(EVENTS), path],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=os.path.dirname(path) or ".")
     if p.returncode != 0:
         fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
     costs = {}
@@ -105,6 +105,89 @@ def functions(path):
         for i, v in enumerate(vals):
             acc[i] += v
     return costs
+
+
+def bare(name):
+    """A function's name without its file, object or recursion mark: 'finish_member'."""
+    name = re.sub(r"\s*\[.*\]$", "", name).strip()
+    return re.sub(r"'\d+$", "", name.rsplit(":", 1)[-1])
+
+
+def tree(path):
+    """Inclusive Ir and L2 misses per function, and per call from one function to another:
+    ({function: [Ir, L2]}, {(caller, callee): [Ir, L2]}), by bare name."""
+    p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--auto=no", "--tree=calling",
+                        "--threshold=100", "--show-percs=no", "--show=Ir,DLmr,DLmw", path],
+                       capture_output=True, text=True, cwd=os.path.dirname(path) or ".")
+    if p.returncode != 0:
+        fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
+    incl, edges, cur = {}, {}, None
+    row = re.compile(r"^\s*((?:[\d,]+|\.)\s+(?:[\d,]+|\.)\s+(?:[\d,]+|\.))\s+([*>])\s+(\S+)")
+    for line in p.stdout.splitlines():
+        m = row.match(line)
+        if m is None:
+            continue
+        v = [0 if x == "." else int(x.replace(",", "")) for x in m.group(1).split()]
+        cost = [v[0], v[1] + v[2]]
+        fn = bare(m.group(3))
+        if m.group(2) == "*":
+            cur = fn
+            dest, key = incl, fn
+        elif cur is not None:
+            dest, key = edges, (cur, fn)
+        else:
+            continue
+        acc = dest.setdefault(key, [0, 0])
+        acc[0] += cost[0]
+        acc[1] += cost[1]
+    return incl, edges
+
+
+# The progress thread's parts, named as progress_profile names them (doc/tracing.md), from
+# inclusive costs: (part, [(sign, function or (caller, callee))]).
+PHASES = [
+    ("reserve", [(1, "convoy__ring_start"), (-1, ("convoy__ring_start", "stage_in")),
+                 (-1, ("convoy__ring_start", "convoy__launch_group")),
+                 (-1, ("convoy__ring_start", "convoy__transfer_start"))]),
+    ("stage", [(1, ("convoy__ring_start", "stage_in")),
+               (-1, ("stage_in", "convoy__stage_issue"))]),
+    ("issue", [(1, ("stage_in", "convoy__stage_issue"))]),
+    ("launch", [(1, "convoy__launch_group")]),
+    ("finish", [(1, "finish_member"), (-1, ("finish_member", "convoy__task_complete_in"))]),
+    ("complete", [(1, ("finish_member", "convoy__task_complete_in"))]),
+    ("transfers", [(1, "convoy__transfer_progress"),
+                   (1, ("convoy__ring_start", "convoy__transfer_start"))]),
+    ("eager", [(1, "convoy__push_eager")]),
+    ("outbound", [(1, "convoy__outbound_poll")]),
+    ("pop", [(1, "batch_pop")]),
+]
+
+
+def phases(files_a, files_b, per):
+    """The progress thread's parts per task: [(part, Ir, L2 misses)], and the rest."""
+    def load(files):
+        incl, edges = {}, {}
+        for f in files:
+            if role_of(functions(f)) != "progress":
+                continue
+            i, e = tree(f)
+            for src, dst in ((i, incl), (e, edges)):
+                for k, v in src.items():
+                    acc = dst.setdefault(k, [0, 0])
+                    acc[0] += v[0]
+                    acc[1] += v[1]
+        return incl, edges
+
+    (ia, ea), (ib, eb) = load(files_a), load(files_b)
+    out = []
+    for part, terms in PHASES:
+        t = [0.0, 0.0]
+        for sign, key in terms:
+            da, db = (ea, eb) if isinstance(key, tuple) else (ia, ib)
+            va, vb = da.get(key, [0, 0]), db.get(key, [0, 0])
+            t = [t[i] + sign * (vb[i] - va[i]) / per for i in range(2)]
+        out.append((part, t[0], t[1]))
+    return out
 
 
 def role_of(fns):
@@ -172,6 +255,7 @@ def main():
         fb, ok_b = profile(args, args.runs_b, out_dir, "b")
         per = float(args.tasks * (args.runs_b - args.runs_a))
         ra, rb = by_role(fa), by_role(fb)
+        parts = phases(fa, fb, per)
     finally:
         if not args.keep:
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -191,6 +275,12 @@ def main():
         e = dict(zip(EVENTS, t))
         print("%-9s %8.0f %8.0f %8.0f %8.1f %8.1f" % (role, e["Ir"], e["Dr"], e["Dw"],
                                                     e["D1mr"] + e["D1mw"], e["DLmr"] + e["DLmw"]))
+    if "progress" in totals:
+        print("\nprogress thread, by part (progress_profile's names: reserve is the rest of a "
+              "ring's start;\nstage and finish without issue and complete; inclusive, per task):")
+        print("%-10s %8s %8s" % ("part", "Ir", "L2miss"))
+        for part, ir, l2 in parts:
+            print("%-10s %8.0f %8.1f" % (part, ir, l2))
     for role in ["progress", "program"]:
         if role not in rb:
             continue
