@@ -8,7 +8,7 @@ the two, divided by the tasks of the extra runs, is what one task costs each thr
 steady state: the warm-up run, the start and the end cancel out. Valgrind runs one
 thread at a time; with its fair scheduling the progress thread frees the last run's
 device copies while the program sets up the next run, as it does on a machine with
-cores to spare, and repeated profiles agree to within 0.2% (without it, 3.9k to 6.3k
+cores to spare, and repeated profiles agree to within 0.4% (without it, 3.9k to 6.3k
 instructions a task on the progress thread, as those frees fell in a window or not).
 
 It counts instructions (Ir), data reads and writes, and the misses of a modelled cache:

@@ -27,6 +27,23 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-02-prefetch.log \
 	doc/results/h200-2026-12-02-written.log \
 	doc/results/h200-2026-12-03-write-behind.log \
+	doc/results/h200-2026-12-03-evening.log \
+	doc/results/h200-2026-12-03-fresh-pages.log \
+	doc/results/h200-2026-12-03-late.log \
+	doc/results/h200-2026-12-03-night.log \
+	doc/results/h200-2026-12-03-prefetch.log \
+	doc/results/h200-2026-12-03-spread.log \
+	doc/results/h200-2026-12-03-trace.log \
+	doc/results/h200-2026-12-03-write-behind-default.log \
+	doc/results/h200-2026-12-04-b.log \
+	doc/results/h200-2026-12-04-c.log \
+	doc/results/h200-2026-12-04-d.log \
+	doc/results/h200-2026-12-04-e.log \
+	doc/results/h200-2026-12-04-f.log \
+	doc/results/h200-2026-12-04-g.log \
+	doc/results/h200-2026-12-04-h.log \
+	doc/results/h200-2026-12-04.log \
+	doc/results/host-2026-12-04-night.log \
 	doc/results/h200-2026-12-01-run2-bench.log \
 	doc/results/h200-2026-12-01-run3-bench.log \
 	doc/results/h200-2026-12-01-run5-bench.log \
