@@ -89,7 +89,7 @@ static inline long bench_long(const char *prog, const char *name, const char *v,
 /* Start convoy or exit 1 with its message (an unknown scheduler lists the known ones). */
 static inline convoy_context_t *bench_init(const char *prog, int *argc, char ***argv)
 {
-    convoy_context_t *ctx;
+    convoy_context_t *ctx = NULL;
     if (convoy_init(argc, argv, &ctx) != CONVOY_SUCCESS) {
         fprintf(stderr, "%s: %s\n", prog, convoy_last_error(NULL));
         exit(1);

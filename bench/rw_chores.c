@@ -29,7 +29,7 @@ int rw_cpu_batch_chore(const convoy_task_view_t *const *tasks, int n, void *stre
 static convoy_class_t *class_of(convoy_context_t *ctx, const char *name, int nflows,
                                 const convoy_access_t *modes)
 {
-    convoy_class_t *cls;
+    convoy_class_t *cls = NULL;
     if (convoy_class_new(ctx, name, nflows, modes, CONVOY_CLASS_BATCHABLE, &cls) !=
             CONVOY_SUCCESS ||
         convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, rw_cpu_chore) != CONVOY_SUCCESS ||

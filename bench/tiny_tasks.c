@@ -257,7 +257,7 @@ int main(int argc, char **argv)
     convoy_access_t modes[CONVOY_MAX_FLOWS];
     for (int k = 0; k < r.inputs + r.outputs; k++)
         modes[k] = k < r.inputs ? CONVOY_READ : CONVOY_WRITE;
-    convoy_class_t *cls;
+    convoy_class_t *cls = NULL;
     if (convoy_class_new(ctx, "tiny", r.inputs + r.outputs, modes, CONVOY_CLASS_BATCHABLE, &cls) !=
         CONVOY_SUCCESS) {
         fprintf(stderr, "%s: %s\n", prog, convoy_last_error(ctx));

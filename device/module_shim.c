@@ -25,7 +25,8 @@ void convoy__module_bind(const convoy__module_core_t *c)
     core = c;
 }
 
-convoy_status_t convoy__error(convoy_context_t *ctx, convoy_status_t status, const char *fmt, ...)
+convoy_status_t convoy__error_record(convoy_context_t *ctx, convoy_status_t status, const char *fmt,
+                                     ...)
 {
     char msg[1024];
     va_list ap;

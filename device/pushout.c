@@ -431,7 +431,7 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
                 push[npush++] = r->held[i];
             }
     } else {
-        push = malloc((size_t)n * sizeof(*push));
+        push = malloc((size_t)(n > 0 ? n : 1) * sizeof(*push));
         for (int i = 0; i < n; i++) {
             convoy__devcopy_t *c = convoy__devmem_lookup(&p->mem, tasks[i]->data[0]);
             if (c == NULL)

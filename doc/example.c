@@ -33,7 +33,7 @@ static int axpy_ring(const convoy_task_view_t *const *tasks, int n, void *stream
 
 int main(int argc, char **argv)
 {
-    convoy_context_t *ctx;
+    convoy_context_t *ctx = NULL;
     if (convoy_init(&argc, &argv, &ctx) != CONVOY_SUCCESS) { /* consumes --convoy-* */
         fprintf(stderr, "%s\n", convoy_last_error(NULL));
         return 1;
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 
     /* A class: two flows, x read and y read-written; batchable. */
     convoy_access_t modes[2] = {CONVOY_READ, CONVOY_RW};
-    convoy_class_t *cls;
+    convoy_class_t *cls = NULL;
     convoy_class_new(ctx, "axpy", 2, modes, CONVOY_CLASS_BATCHABLE, &cls);
     convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, axpy);
     convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, axpy);

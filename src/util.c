@@ -64,7 +64,8 @@ const char *convoy_status_name(convoy_status_t status)
     return "CONVOY_ERR_UNKNOWN";
 }
 
-convoy_status_t convoy__error(convoy_context_t *ctx, convoy_status_t status, const char *fmt, ...)
+convoy_status_t convoy__error_record(convoy_context_t *ctx, convoy_status_t status, const char *fmt,
+                                     ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -32,10 +32,21 @@
  * Record an error: the message goes to the calling thread's last error and, when ctx is
  * not NULL, to the context's; it is logged at level 'debug' (the caller that decides the
  * error is final logs it at 'error'). Returns status, so that `return convoy__error(...)`
- * reads naturally.
+ * reads naturally. A macro, so that the status returned is the caller's own expression
+ * (evaluated twice: never one with side effects): a variadic function is never inlined,
+ * and without it a compiler optimising across files (link-time optimisation) could not
+ * tell that an error path returns no CONVOY_SUCCESS, and warned of outputs left unset.
  */
-convoy_status_t convoy__error(convoy_context_t *ctx, convoy_status_t status, const char *fmt, ...)
-    CONVOY__PRINTF(3, 4);
+convoy_status_t convoy__error_record(convoy_context_t *ctx, convoy_status_t status, const char *fmt,
+                                     ...) CONVOY__PRINTF(3, 4);
+/* What convoy__error returns: the caller's own status expression. */
+static inline convoy_status_t convoy__error_is(convoy_status_t recorded, convoy_status_t status)
+{
+    (void)recorded;
+    return status;
+}
+#define convoy__error(ctx, status, ...)                                                            \
+    convoy__error_is(convoy__error_record((ctx), (status), __VA_ARGS__), (status))
 
 /* Log levels, CONVOY_VERBOSE selects the most detailed one printed (default 'warn'). */
 typedef enum convoy__log_level {

@@ -119,7 +119,7 @@ static void run_config(const char *sched, const char *devices, uint64_t seed)
     convoy_param_preset("devices", devices);
     convoy_param_preset("nthreads", "2");
     convoy_param_preset("verbose", "error");
-    convoy_context_t *ctx;
+    convoy_context_t *ctx = NULL;
     CHECK(convoy_init(NULL, NULL, &ctx) == CONVOY_SUCCESS, "%s", convoy_last_error(NULL));
     CHECK(convoy_dist_start(ctx, NULL) == CONVOY_SUCCESS, "%s", convoy_last_error(ctx));
     CHECK(convoy_dist_rank(ctx) == g_rank && convoy_dist_size(ctx) == g_size, "rank/size");

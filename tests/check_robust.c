@@ -244,7 +244,7 @@ static void *rounds(void *arg)
         int argc = 3;
         if (convoy_init(&argc, &argv, &ctx) != CONVOY_SUCCESS)
             return (void *)convoy_last_error(NULL);
-        convoy_class_t *cls;
+        convoy_class_t *cls = NULL;
         convoy_access_t mode = CONVOY_RW;
         int x = 0;
         convoy_data_t *d;
