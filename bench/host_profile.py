@@ -47,13 +47,12 @@ SIM_ZERO = {
     "CONVOY_SIM_PAGEABLE_US": "0",
     "CONVOY_SIM_BANDWIDTH_GBS": "1000000",
 }
-# A thread's role, by the first of these functions its profile holds (callgrind names
-# each thread's file by creation order, which need not match between two runs).
+# A thread's role, by the first of these functions its profile holds (callgrind numbers
+# the threads' files by creation, and only the main thread's, 1, is the same in any run).
 ROLES = [
     ("progress", "progress_main"),
     ("workers", "worker_main"),
     ("sim", "sim_stream_main"),
-    ("program", "run_insert"),
 ]
 
 
@@ -110,7 +109,8 @@ def functions(path):
 def bare(name):
     """A function's name without its file, object or recursion mark: 'finish_member'."""
     name = re.sub(r"\s*\[.*\]$", "", name).strip()
-    return re.sub(r"'\d+$", "", name.rsplit(":", 1)[-1])
+    name = re.sub(r"'\d+$", "", name.rsplit(":", 1)[-1])
+    return re.sub(r"(\.(lto_priv|constprop|isra|part|cold)(\.\d+)?)+$", "", name)
 
 
 def tree(path):
@@ -168,7 +168,7 @@ def phases(files_a, files_b, per):
     def load(files):
         incl, edges = {}, {}
         for f in files:
-            if role_of(functions(f)) != "progress":
+            if role_of(functions(f), f) != "progress":
                 continue
             i, e = tree(f)
             for src, dst in ((i, incl), (e, edges)):
@@ -179,6 +179,8 @@ def phases(files_a, files_b, per):
         return incl, edges
 
     (ia, ea), (ib, eb) = load(files_a), load(files_b)
+    if not all(fn in ib for fn in ("convoy__ring_start", "stage_in", "finish_member")):
+        return None  # inlined into their callers: a build with link-time optimisation
     out = []
     for part, terms in PHASES:
         t = [0.0, 0.0]
@@ -190,7 +192,9 @@ def phases(files_a, files_b, per):
     return out
 
 
-def role_of(fns):
+def role_of(fns, path=""):
+    if path.endswith("-01"):
+        return "program"  # thread 1: the one that runs main, inserts and waits
     names = " ".join(fns)
     for role, fn in ROLES:
         if ":" + fn in names:
@@ -203,7 +207,7 @@ def by_role(files):
     roles = {}
     for f in files:
         fns = functions(f)
-        dest = roles.setdefault(role_of(fns), {})
+        dest = roles.setdefault(role_of(fns, f), {})
         for name, vals in fns.items():
             acc = dest.setdefault(name, [0] * len(EVENTS))
             for i, v in enumerate(vals):
@@ -275,7 +279,10 @@ def main():
         e = dict(zip(EVENTS, t))
         print("%-9s %8.0f %8.0f %8.0f %8.1f %8.1f" % (role, e["Ir"], e["Dr"], e["Dw"],
                                                     e["D1mr"] + e["D1mw"], e["DLmr"] + e["DLmw"]))
-    if "progress" in totals:
+    if "progress" in totals and parts is None:
+        print("\nprogress thread, by part: not in this build, which inlines the parts' "
+              "functions\ninto their callers (configure --disable-lto for them)")
+    elif "progress" in totals:
         print("\nprogress thread, by part (progress_profile's names: reserve is the rest of a "
               "ring's start;\nstage and finish without issue and complete; inclusive, per task):")
         print("%-10s %8s %8s" % ("part", "Ir", "L2miss"))

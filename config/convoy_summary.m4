@@ -26,6 +26,7 @@ convoy $PACKAGE_VERSION configured:
   prefix        $prefix
   compiler      $CC $CONVOY_CFLAGS $CFLAGS
   sanitizers    ${convoy_sanitizers:-none}
+  LTO           $convoy_lto${convoy_lto_why:+ ($convoy_lto_why)}
   hwloc         $convoy_hwloc_version
   Check         $convoy_sum_check
   jansson       $convoy_sum_jansson
