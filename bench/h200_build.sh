@@ -31,10 +31,14 @@ h200_spin() { for k in $(seq "$1"); do timeout "$2" sh -c 'while :; do :; done' 
 # .dev/convoy-base.tar.gz and .dev/convoy-new.tar.gz under ROOT (in parallel), sets BASE
 # and NEW to their trees and b to the bench log, exports CONVOY_DEVICES=cuda, and runs
 # the new tree's GPU tests unless GPU_TESTS=0 (their logs in $out/gpu-tests.log).
+# BASE_CONFIGURE and NEW_CONFIGURE add configure arguments to each build (one tarball
+# twice, BASE_CONFIGURE=--disable-lto: a build option's A/B).
 h200_ab_setup() {
     h200_machine
-    h200_build base .dev/convoy-base.tar.gz "$1" &
-    h200_build new .dev/convoy-new.tar.gz "$1" &
+    # shellcheck disable=SC2086 # each is a list of arguments
+    h200_build base .dev/convoy-base.tar.gz "$1" ${BASE_CONFIGURE:-} &
+    # shellcheck disable=SC2086
+    h200_build new .dev/convoy-new.tar.gz "$1" ${NEW_CONFIGURE:-} &
     wait
     BASE=$(echo "$1"/base/convoy-*)
     NEW=$(echo "$1"/new/convoy-*)

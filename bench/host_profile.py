@@ -61,20 +61,31 @@ def fail(msg):
     sys.exit(2)
 
 
+def cannot(msg):
+    """This build or this valgrind cannot be profiled (exit 3: tests/host_profile.sh skips)."""
+    print("host_profile: " + msg, file=sys.stderr)
+    sys.exit(3)
+
+
 def profile(args, runs, out_dir, tag):
     """Run tiny_tasks under callgrind; returns (the profile files, whether it verified)."""
     base = os.path.join(out_dir, tag)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONVOY_")}
     env.update(SIM_ZERO)
+    prog = os.path.join(args.build, "bench", "tiny_tasks")
     cmd = [
         "valgrind", "--tool=callgrind", "--fair-sched=yes", "--separate-threads=yes", "--cache-sim=yes",
         "--D1=49152,12,64", "--LL=2097152,16,64", "--instr-atstart=no",
         "--callgrind-out-file=" + base,
-        os.path.join(args.build, "bench", "tiny_tasks"), "--tasks", str(args.tasks),
+        prog, "--tasks", str(args.tasks),
         "--runs", str(runs), "--flow-bytes", str(args.flow_bytes),
     ] + args.extra
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     lines = [l for l in p.stdout.splitlines() if l.startswith("tiny_tasks ")]
+    if re.search(r"unhandled dwarf|corrupted debuginfo", p.stderr, re.IGNORECASE):
+        sys.stderr.write(p.stderr[-1500:])
+        cannot("valgrind cannot read the debug information of %s (clang's DWARF 5 needs "
+               "valgrind 3.20 or later; build with -gdwarf-4)" % prog)
     if p.returncode != 0 or len(lines) != runs:
         sys.stderr.write(p.stdout[-2000:] + p.stderr[-3000:])
         fail("%s exited %d with %d of %d run lines" % (" ".join(cmd), p.returncode,
@@ -115,14 +126,17 @@ def bare(name):
 
 def tree(path):
     """Inclusive Ir and L2 misses per function, and per call from one function to another:
-    ({function: [Ir, L2]}, {(caller, callee): [Ir, L2]}), by bare name."""
+    ({function: [Ir, L2]}, {(caller, callee): [Ir, L2]}), by bare name. callgrind lists the
+    code a function inlined from a header as entries of their own (pipeline_impl.h:
+    convoy__ring_start), already inside the function's inclusive cost, and without its
+    object file's name: those add their calls, not their inclusive costs."""
     p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--auto=no", "--tree=calling",
                         "--threshold=100", "--show-percs=no", "--show=Ir,DLmr,DLmw", path],
                        capture_output=True, text=True, cwd=os.path.dirname(path) or ".")
     if p.returncode != 0:
         fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
     incl, edges, cur = {}, {}, None
-    row = re.compile(r"^\s*((?:[\d,]+|\.)\s+(?:[\d,]+|\.)\s+(?:[\d,]+|\.))\s+([*>])\s+(\S+)")
+    row = re.compile(r"^\s*((?:[\d,]+|\.)\s+(?:[\d,]+|\.)\s+(?:[\d,]+|\.))\s+([*>])\s+(\S+)(.*)$")
     for line in p.stdout.splitlines():
         m = row.match(line)
         if m is None:
@@ -132,6 +146,8 @@ def tree(path):
         fn = bare(m.group(3))
         if m.group(2) == "*":
             cur = fn
+            if "[" not in m.group(4):
+                continue  # a header's inlined part: counted in the function's own entry
             dest, key = incl, fn
         elif cur is not None:
             dest, key = edges, (cur, fn)
@@ -254,12 +270,19 @@ def main():
 
     out_dir = args.keep or tempfile.mkdtemp(prefix="convoy-host-profile.")
     os.makedirs(out_dir, exist_ok=True)
+    for f in os.listdir(out_dir):  # a kept directory's last profiles would be summed in
+        if re.match(r"^[ab](-\d+)?$", f):
+            os.remove(os.path.join(out_dir, f))
     try:
         fa, ok_a = profile(args, args.runs_a, out_dir, "a")
         fb, ok_b = profile(args, args.runs_b, out_dir, "b")
         per = float(args.tasks * (args.runs_b - args.runs_a))
         ra, rb = by_role(fa), by_role(fb)
         parts = phases(fa, fb, per)
+        if sum(total(rb.get("program", {}))) == 0:
+            cannot("nothing was counted: %s/bench/tiny_tasks was built without valgrind's "
+                   "headers (valgrind/callgrind.h), whose client requests mark its timed "
+                   "runs" % args.build)
     finally:
         if not args.keep:
             shutil.rmtree(out_dir, ignore_errors=True)
