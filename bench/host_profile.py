@@ -95,25 +95,37 @@ def profile(args, runs, out_dir, tag):
     return [os.path.join(out_dir, f) for f in files], ok
 
 
-def functions(path):
-    """Self cost per function of one thread's profile: {name: [events]}."""
-    p = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100",
-                        "--show-percs=no", "--show=" + ",".join(EVENTS), path],
+def annotate(path, *options):
+    """callgrind_annotate's listing of one thread's profile, every function. It runs in the
+    profile's directory: from a source tree it finds the sources, and printed a function's
+    inclusive cost twice."""
+    p = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", "--show-percs=no"]
+                       + list(options) + [path],
                        capture_output=True, text=True, cwd=os.path.dirname(path) or ".")
     if p.returncode != 0:
         fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
+    return p.stdout
+
+
+def add_into(dest, key, vals):
+    """dest[key] += vals, element by element."""
+    acc = dest.setdefault(key, [0] * len(vals))
+    for i, v in enumerate(vals):
+        acc[i] += v
+
+
+def functions(path):
+    """Self cost per function of one thread's profile: {name: [events]}."""
+    out = annotate(path, "--inclusive=no", "--show=" + ",".join(EVENTS))
     costs = {}
     row = re.compile(r"^\s*((?:[\d,]+|\.)(?:\s+(?:[\d,]+|\.)){%d})\s+(\S.*)$" % (len(EVENTS) - 1))
-    for line in p.stdout.splitlines():
+    for line in out.splitlines():
         m = row.match(line)
         if m is None or ":" not in m.group(2):
             continue
         name = re.sub(r"\s*\[.*\]$", "", m.group(2)).strip()
         name = re.sub(r"^(.*?/)?\.\./", "", name)  # the build directory's ../ prefix
-        vals = [0 if v == "." else int(v.replace(",", "")) for v in m.group(1).split()]
-        acc = costs.setdefault(name, [0] * len(EVENTS))
-        for i, v in enumerate(vals):
-            acc[i] += v
+        add_into(costs, name, [0 if v == "." else int(v.replace(",", "")) for v in m.group(1).split()])
     return costs
 
 
@@ -130,14 +142,10 @@ def tree(path):
     code a function inlined from a header as entries of their own (pipeline_impl.h:
     convoy__ring_start), already inside the function's inclusive cost, and without its
     object file's name: those add their calls, not their inclusive costs."""
-    p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--auto=no", "--tree=calling",
-                        "--threshold=100", "--show-percs=no", "--show=Ir,DLmr,DLmw", path],
-                       capture_output=True, text=True, cwd=os.path.dirname(path) or ".")
-    if p.returncode != 0:
-        fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
+    out = annotate(path, "--inclusive=yes", "--tree=calling", "--show=Ir,DLmr,DLmw")
     incl, edges, cur = {}, {}, None
     row = re.compile(r"^\s*((?:[\d,]+|\.)\s+(?:[\d,]+|\.)\s+(?:[\d,]+|\.))\s+([*>])\s+(\S+)(.*)$")
-    for line in p.stdout.splitlines():
+    for line in out.splitlines():
         m = row.match(line)
         if m is None:
             continue
@@ -153,9 +161,7 @@ def tree(path):
             dest, key = edges, (cur, fn)
         else:
             continue
-        acc = dest.setdefault(key, [0, 0])
-        acc[0] += cost[0]
-        acc[1] += cost[1]
+        add_into(dest, key, cost)
     return incl, edges
 
 
@@ -180,18 +186,15 @@ PHASES = [
 
 
 def phases(files_a, files_b, per):
-    """The progress thread's parts per task: [(part, Ir, L2 misses)], and the rest."""
+    """The parts of the progress threads whose profiles are files_a and files_b, per task:
+    [(part, Ir, L2 misses)]; None where the build inlined their functions."""
     def load(files):
         incl, edges = {}, {}
         for f in files:
-            if role_of(functions(f), f) != "progress":
-                continue
             i, e = tree(f)
             for src, dst in ((i, incl), (e, edges)):
                 for k, v in src.items():
-                    acc = dst.setdefault(k, [0, 0])
-                    acc[0] += v[0]
-                    acc[1] += v[1]
+                    add_into(dst, k, v)
         return incl, edges
 
     (ia, ea), (ib, eb) = load(files_a), load(files_b)
@@ -219,16 +222,18 @@ def role_of(fns, path=""):
 
 
 def by_role(files):
-    """{role: {function: [events]}} summed over the threads of each role."""
-    roles = {}
+    """({role: {function: [events]}} summed over the threads of each role, and the files of
+    the progress threads)."""
+    roles, progress = {}, []
     for f in files:
         fns = functions(f)
-        dest = roles.setdefault(role_of(fns, f), {})
+        role = role_of(fns, f)
+        if role == "progress":
+            progress.append(f)
+        dest = roles.setdefault(role, {})
         for name, vals in fns.items():
-            acc = dest.setdefault(name, [0] * len(EVENTS))
-            for i, v in enumerate(vals):
-                acc[i] += v
-    return roles
+            add_into(dest, name, vals)
+    return roles, progress
 
 
 def diff(a, b, per):
@@ -277,8 +282,8 @@ def main():
         fa, ok_a = profile(args, args.runs_a, out_dir, "a")
         fb, ok_b = profile(args, args.runs_b, out_dir, "b")
         per = float(args.tasks * (args.runs_b - args.runs_a))
-        ra, rb = by_role(fa), by_role(fb)
-        parts = phases(fa, fb, per)
+        (ra, pa), (rb, pb) = by_role(fa), by_role(fb)
+        parts = phases(pa, pb, per)
         if sum(total(rb.get("program", {}))) == 0:
             cannot("nothing was counted: %s/bench/tiny_tasks was built without valgrind's "
                    "headers (valgrind/callgrind.h), whose client requests mark its timed "
@@ -292,12 +297,12 @@ def main():
                                             args.runs_b, args.runs_a))
     head = "%-9s %8s %8s %8s %8s %8s" % ("thread", "Ir", "Dr", "Dw", "L1miss", "L2miss")
     print(head)
+    per_task = {role: diff(ra.get(role, {}), fns, per) for role, fns in rb.items()}
     totals = {}
     for role in ["program", "progress", "workers", "sim", "other"]:
-        if role not in rb:
+        if role not in per_task:
             continue
-        d = diff(ra.get(role, {}), rb[role], per)
-        t = total(d)
+        t = total(per_task[role])
         totals[role] = t
         e = dict(zip(EVENTS, t))
         print("%-9s %8.0f %8.0f %8.0f %8.1f %8.1f" % (role, e["Ir"], e["Dr"], e["Dw"],
@@ -312,9 +317,9 @@ def main():
         for part, ir, l2 in parts:
             print("%-10s %8.0f %8.1f" % (part, ir, l2))
     for role in ["progress", "program"]:
-        if role not in rb:
+        if role not in per_task:
             continue
-        d = diff(ra.get(role, {}), rb[role], per)
+        d = per_task[role]
         print("\n%s thread, by function (self cost per task):" % role)
         print("%8s %8s %8s  %s" % ("Ir", "L1miss", "L2miss", "function"))
         rows = sorted(d.items(), key=lambda kv: -kv[1][0])

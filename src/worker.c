@@ -63,7 +63,7 @@ static __thread push_hold_t hold;
 
 static void hold_flush(void)
 {
-    if (hold.n == 0 || hold.ctx == NULL)
+    if (hold.n == 0) /* tasks are held only while hold.ctx is set */
         return;
     convoy_context_t *ctx = hold.ctx;
     int wake = 0;
