@@ -26,7 +26,8 @@ only a second core costs. doc/tracing.md says how to read it.
 Usage: bench/host_profile.py [--build DIR] [--tasks N] [--flow-bytes B] [--runs-a A]
            [--runs-b B] [--top K] [--keep DIR] [-- tiny_tasks options...]
 Last line: host_profile tasks=N flow_bytes=B program_ir=.. progress_ir=.. progress_l1_misses=..
-           progress_l2_misses=.. workers_ir=.. sim_ir=.. verified=yes|no (per task)
+           progress_l2_misses=.. workers_ir=.. sim_ir=.. program_locked=.. progress_locked=..
+           verified=yes|no (per task; locked: - where objdump could not count them)
 """
 
 import argparse
@@ -76,6 +77,7 @@ def profile(args, runs, out_dir, tag):
     cmd = [
         "valgrind", "--tool=callgrind", "--fair-sched=yes", "--separate-threads=yes", "--cache-sim=yes",
         "--D1=49152,12,64", "--LL=2097152,16,64", "--instr-atstart=no",
+        "--dump-instr=yes", "--compress-pos=no", "--compress-strings=no",
         "--callgrind-out-file=" + base,
         prog, "--tasks", str(args.tasks),
         "--runs", str(runs), "--flow-bytes", str(args.flow_bytes),
@@ -105,6 +107,47 @@ def annotate(path, *options):
     if p.returncode != 0:
         fail("callgrind_annotate %s: %s" % (path, p.stderr.strip()))
     return p.stdout
+
+
+def locked_addresses(obj, cache={}):
+    """The addresses of obj's locked instructions (a lock prefix, or xchg with memory, which
+    locks without one), as objdump lists them; None without objdump or obj."""
+    if obj not in cache:
+        cache[obj] = None
+        if shutil.which("objdump") is not None and os.path.exists(obj):
+            p = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj],
+                               capture_output=True, text=True)
+            ins = re.compile(r"^\s+([0-9a-f]+):\s+(lock\s|xchg\S*\s.*\()")
+            cache[obj] = {int(m.group(1), 16) for m in map(ins.match, p.stdout.splitlines()) if m}
+    return cache[obj]
+
+
+def locked(path):
+    """Locked instructions one thread's profile executed, per function: {name: count}; None
+    where an object could not be read. A locked instruction (an atomic read-modify-write)
+    takes tens of cycles where its line is at hand and a transfer where another core holds
+    it, which an instruction count weighs as one. The profile's cost lines start with an
+    instruction's address in its object (--dump-instr=yes, uncompressed); the line after a
+    calls= line is the call's inclusive cost, not the caller's own."""
+    counts, obj, fn, after_call = {}, None, None, False
+    for line in open(path):
+        if line.startswith("ob="):
+            obj = line[3:].strip()
+        elif line.startswith("fn="):
+            fn = line[3:].strip()
+        elif line.startswith("calls="):
+            after_call = True
+        elif line.startswith("0x"):
+            if after_call:
+                after_call = False
+                continue
+            addrs = locked_addresses(obj) if obj else None
+            if addrs is None:
+                return None
+            f = line.split()
+            if int(f[0], 16) in addrs and len(f) > 2:
+                counts[fn] = counts.get(fn, 0) + int(f[2])
+    return counts
 
 
 def add_into(dest, key, vals):
@@ -222,9 +265,10 @@ def role_of(fns, path=""):
 
 
 def by_role(files):
-    """({role: {function: [events]}} summed over the threads of each role, and the files of
-    the progress threads)."""
-    roles, progress = {}, []
+    """({role: {function: [events]}} summed over the threads of each role, the files of the
+    progress threads, and {role: {function: [locked instructions]}}, None where they could
+    not be counted)."""
+    roles, progress, locks = {}, [], {}
     for f in files:
         fns = functions(f)
         role = role_of(fns, f)
@@ -233,7 +277,13 @@ def by_role(files):
         dest = roles.setdefault(role, {})
         for name, vals in fns.items():
             add_into(dest, name, vals)
-    return roles, progress
+        lk = locked(f) if locks is not None else None
+        if lk is None:
+            locks = None
+            continue
+        for name, n in lk.items():
+            add_into(locks.setdefault(role, {}), name, [n])
+    return roles, progress, locks
 
 
 def diff(a, b, per):
@@ -282,7 +332,7 @@ def main():
         fa, ok_a = profile(args, args.runs_a, out_dir, "a")
         fb, ok_b = profile(args, args.runs_b, out_dir, "b")
         per = float(args.tasks * (args.runs_b - args.runs_a))
-        (ra, pa), (rb, pb) = by_role(fa), by_role(fb)
+        (ra, pa, la), (rb, pb, lb) = by_role(fa), by_role(fb)
         parts = phases(pa, pb, per)
         if sum(total(rb.get("program", {}))) == 0:
             cannot("nothing was counted: %s/bench/tiny_tasks was built without valgrind's "
@@ -295,18 +345,27 @@ def main():
     print("host_profile: tiny_tasks --tasks %d --flow-bytes %d %s on sim (costs 0), "
           "timed runs %d - %d, per task:" % (args.tasks, args.flow_bytes, " ".join(args.extra),
                                             args.runs_b, args.runs_a))
-    head = "%-9s %8s %8s %8s %8s %8s" % ("thread", "Ir", "Dr", "Dw", "L1miss", "L2miss")
+    head = "%-9s %8s %8s %8s %8s %8s %8s" % ("thread", "Ir", "Dr", "Dw", "L1miss", "L2miss",
+                                              "locked")
     print(head)
     per_task = {role: diff(ra.get(role, {}), fns, per) for role, fns in rb.items()}
-    totals = {}
+    locks = None
+    if la is not None and lb is not None:
+        locks = {}
+        for role in set(la) | set(lb):
+            a, b = la.get(role, {}), lb.get(role, {})
+            locks[role] = {n: (b.get(n, [0])[0] - a.get(n, [0])[0]) / per for n in set(a) | set(b)}
+    totals, locked_total = {}, {}
     for role in ["program", "progress", "workers", "sim", "other"]:
         if role not in per_task:
             continue
         t = total(per_task[role])
         totals[role] = t
+        locked_total[role] = sum(locks.get(role, {}).values()) if locks is not None else None
         e = dict(zip(EVENTS, t))
-        print("%-9s %8.0f %8.0f %8.0f %8.1f %8.1f" % (role, e["Ir"], e["Dr"], e["Dw"],
-                                                    e["D1mr"] + e["D1mw"], e["DLmr"] + e["DLmw"]))
+        print("%-9s %8.0f %8.0f %8.0f %8.1f %8.1f %8s" % (
+            role, e["Ir"], e["Dr"], e["Dw"], e["D1mr"] + e["D1mw"], e["DLmr"] + e["DLmw"],
+            "-" if locked_total[role] is None else "%.1f" % locked_total[role]))
     if "progress" in totals and parts is None:
         print("\nprogress thread, by part: not in this build, which inlines the parts' "
               "functions\ninto their callers (configure --disable-lto for them)")
@@ -328,16 +387,29 @@ def main():
             print("%8.0f %8.2f %8.2f  %s" % (e["Ir"], e["D1mr"] + e["D1mw"],
                                             e["DLmr"] + e["DLmw"], name))
 
+    for role in ["progress", "program"]:
+        if locks is None or not locks.get(role):
+            continue
+        print("\n%s thread, locked instructions by function (per task):" % role)
+        for name, n in sorted(locks[role].items(), key=lambda kv: -kv[1])[:12]:
+            if n >= 0.05:
+                print("%8.2f  %s" % (n, name))
+    if locks is None:
+        print("\nlocked instructions: not counted (objdump could not read every object)")
+
     def get(role, *evs):
         t = dict(zip(EVENTS, totals.get(role, [0.0] * len(EVENTS))))
         return sum(t[e] for e in evs)
 
     print("\nhost_profile tasks=%d flow_bytes=%d program_ir=%.0f progress_ir=%.0f "
           "progress_l1_misses=%.1f progress_l2_misses=%.1f workers_ir=%.0f sim_ir=%.0f "
-          "verified=%s" % (args.tasks, args.flow_bytes, get("program", "Ir"),
-                           get("progress", "Ir"), get("progress", "D1mr", "D1mw"),
-                           get("progress", "DLmr", "DLmw"), get("workers", "Ir"),
-                           get("sim", "Ir"), "yes" if ok_a and ok_b else "no"))
+          "program_locked=%s progress_locked=%s verified=%s" % (
+              args.tasks, args.flow_bytes, get("program", "Ir"), get("progress", "Ir"),
+              get("progress", "D1mr", "D1mw"), get("progress", "DLmr", "DLmw"),
+              get("workers", "Ir"), get("sim", "Ir"),
+              *["-" if locked_total.get(r) is None else "%.1f" % locked_total[r]
+                for r in ("program", "progress")],
+              "yes" if ok_a and ok_b else "no"))
 
 
 if __name__ == "__main__":
