@@ -31,16 +31,22 @@ int convoy__sched_place_locality(void *state, convoy_context_t *ctx, convoy__tas
 {
     (void)state;
     const convoy_class_t *cls = t->cls;
-    int best = 0, too_big = 0;
+    int runnable[CONVOY__MAX_ACCEL], n = 0, too_big = 0;
+    for (int i = 0; i < ctx->naccel; i++) {
+        size_t total = 0;
+        if (can_run(ctx->accel[i], t, &total))
+            runnable[n++] = i;
+        else
+            too_big |= total > ctx->accel[i]->mem_capacity;
+    }
+    /* One candidate (one GPU, the common case): where the data are and the loads only rank
+     * candidates, and the loads are lines the progress threads write. */
+    int best = n == 1 ? runnable[0] + 1 : 0;
     uint64_t best_bytes = 0;
     int64_t best_load = INT64_MAX;
-    for (int i = 0; i < ctx->naccel; i++) {
+    for (int k = 0; k < n && n > 1; k++) {
+        int i = runnable[k];
         const convoy__device_t *dev = ctx->accel[i];
-        size_t total = 0;
-        if (!can_run(dev, t, &total)) {
-            too_big |= total > dev->mem_capacity;
-            continue;
-        }
         uint64_t here = 0;
         for (int f = 0; f < cls->nflows; f++) {
             const convoy_data_t *d = t->data[f];
