@@ -93,7 +93,7 @@ struct convoy_data {
     _Atomic uint64_t host_hash_version; /* ... of this version + 1 (0: none noted) */
     struct convoy_data *prev, *next;    /* ctx->data_list, under data_lock */
     /* Dependency state, under dep_lock (and insert_lock shared or exclusive). */
-    atomic_int dep_lock;
+    convoy__spin_t dep_lock;
     convoy__task_t *last_writer;     /* referenced (refs) while stored here */
     _Atomic uint64_t last_writer_id; /* 1 + the id of the last writer inserted, 0: none */
     convoy__task_t **readers;        /* readers since last_writer, referenced: readers_inline

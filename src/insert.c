@@ -122,15 +122,12 @@ static convoy_status_t track_flow(convoy_context_t *ctx, convoy__task_t *t, conv
 
 void convoy__data_dep_lock(convoy_data_t *d)
 {
-    while (atomic_exchange_explicit(&d->dep_lock, 1, memory_order_acquire) != 0) {
-        while (atomic_load_explicit(&d->dep_lock, memory_order_relaxed) != 0)
-            convoy__cpu_relax();
-    }
+    convoy__spin_lock(&d->dep_lock);
 }
 
 void convoy__data_dep_unlock(convoy_data_t *d)
 {
-    atomic_store_explicit(&d->dep_lock, 0, memory_order_release);
+    convoy__spin_unlock(&d->dep_lock);
 }
 
 /* t's distinct data in address order, into out; returns how many. */

@@ -59,7 +59,7 @@ typedef struct convoy__pool_link {
 typedef struct convoy__pool {
     size_t size;                           /* bytes of a record: a multiple of CONVOY__LINE */
     const char *what;                      /* what its records are, for messages ("task records") */
-    pthread_mutex_t lock;                  /* the taking side: the fields below but returned */
+    convoy__spin_t lock;                   /* the taking side: the fields below but returned */
     convoy__pool_link_t *free, *free_tail; /* records given back, taken one by one */
     char *carve, *carve_end;               /* the newest chunk's part not handed out yet */
     void *chunks;                          /* every chunk, linked through its first line */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,17 @@ void convoy__sleep_until_ns(uint64_t deadline_ns)
                           .tv_nsec = (long)(deadline_ns % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+}
+
+void convoy__spin_wait(convoy__spin_t *lock)
+{
+    do {
+        for (int i = 1; atomic_load_explicit(lock, memory_order_relaxed) != 0; i++) {
+            convoy__cpu_relax();
+            if (i % CONVOY__SPIN_YIELD_AFTER == 0)
+                sched_yield();
+        }
+    } while (atomic_exchange_explicit(lock, 1, memory_order_acquire) != 0);
 }
 
 void convoy__mutex_init_short(pthread_mutex_t *m)

@@ -126,6 +126,30 @@ static inline void convoy__cpu_relax(void)
 #endif
 }
 
+/*
+ * A spin lock, for sections of well under a microsecond that few threads share (a datum's
+ * dependency state, an accelerator's ready queue): one locked exchange to take it and a
+ * store to give it back, where a glibc mutex took 4 locked instructions and about 120
+ * instructions a pair (bench/host_profile.py). A waiter reads until the lock looks free
+ * and yields its core now and then, so that a holder that was preempted on a busy machine
+ * gets it back. Not for locks many threads wait on (the CPUs' queue).
+ */
+typedef atomic_int convoy__spin_t;
+#define CONVOY__SPIN_YIELD_AFTER 256 /* reads of a held lock between two sched_yield calls */
+
+void convoy__spin_wait(convoy__spin_t *lock);
+
+static inline void convoy__spin_lock(convoy__spin_t *lock)
+{
+    if (atomic_exchange_explicit(lock, 1, memory_order_acquire) != 0)
+        convoy__spin_wait(lock);
+}
+
+static inline void convoy__spin_unlock(convoy__spin_t *lock)
+{
+    atomic_store_explicit(lock, 0, memory_order_release);
+}
+
 /* Sleep until an absolute CLOCK_MONOTONIC time (returns at once when it has passed). */
 void convoy__sleep_until_ns(uint64_t deadline_ns);
 
