@@ -111,13 +111,14 @@ def annotate(path, *options):
 
 def locked_addresses(obj, cache={}):
     """The addresses of obj's locked instructions (a lock prefix, or xchg with memory, which
-    locks without one), as objdump lists them; None without objdump or obj."""
+    locks without one: an operand in parentheses or behind a segment), as objdump lists
+    them; None without objdump or obj."""
     if obj not in cache:
         cache[obj] = None
         if shutil.which("objdump") is not None and os.path.exists(obj):
             p = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj],
                                capture_output=True, text=True)
-            ins = re.compile(r"^\s+([0-9a-f]+):\s+(lock\s|xchg\S*\s.*\()")
+            ins = re.compile(r"^\s+([0-9a-f]+):\s+(lock\s|xchg\S*\s.*[(:])")
             cache[obj] = {int(m.group(1), 16) for m in map(ins.match, p.stdout.splitlines()) if m}
     return cache[obj]
 

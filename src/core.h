@@ -136,8 +136,9 @@ struct convoy__task {
     convoy_class_t *cls;
     uint64_t id;
     atomic_int pending; /* predecessors not done, +1 while being inserted */
-    atomic_int refs;    /* one for the runtime until done, one per datum that stores it */
-    atomic_int lock;    /* guards state and the successor list */
+    atomic_int refs;    /* one for the runtime until done, one per datum that stores it
+                           (taken ahead while an insertion wires it: src/insert.c) */
+    convoy__spin_t lock; /* guards state and the successor list */
     atomic_int cancel;  /* a predecessor failed or was cancelled */
     uint8_t state;
     uint8_t outcome;

@@ -170,7 +170,8 @@ static convoy_status_t track_flows(convoy_context_t *ctx, convoy__task_t *t,
     }
     convoy_status_t st = CONVOY_SUCCESS;
     int spare_refs = t->cls->nflows;
-    atomic_fetch_add_explicit(&t->refs, spare_refs, memory_order_relaxed);
+    if (spare_refs > 0)
+        atomic_fetch_add_explicit(&t->refs, spare_refs, memory_order_relaxed);
     for (int i = 0; i < t->cls->nflows && st == CONVOY_SUCCESS; i++)
         st = track_flow(ctx, t, t->data[i], t->cls->modes[i], &spare_refs);
     if (spare_refs > 0)

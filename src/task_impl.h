@@ -14,15 +14,12 @@ static inline int task_state(const convoy__task_t *t)
 
 static inline void task_lock(convoy__task_t *t)
 {
-    while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire) != 0) {
-        while (atomic_load_explicit(&t->lock, memory_order_relaxed) != 0) {
-        }
-    }
+    convoy__spin_lock(&t->lock);
 }
 
 static inline void task_unlock(convoy__task_t *t)
 {
-    atomic_store_explicit(&t->lock, 0, memory_order_release);
+    convoy__spin_unlock(&t->lock);
 }
 
 #endif /* CONVOY_TASK_IMPL_H */
