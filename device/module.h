@@ -20,7 +20,7 @@
 #include "device/device.h"
 #include "src/util.h"
 
-#define CONVOY__MODULE_ABI 1 /* bump with any change to device.h's structs or this file */
+#define CONVOY__MODULE_ABI 2 /* bump with any change to device.h's structs or this file */
 #define CONVOY__MODULE_SYMBOL "convoy__device_module"
 
 /* The core services a module may use; each does what the function of the same name in

@@ -29,7 +29,10 @@ typedef struct convoy__pev {
     uint64_t enqueue_ns;      /* for the trace: when the work before it was enqueued */
     convoy__trace_event_t tr; /* a submission's trace record, emitted when seen complete */
     int traced;
-    struct convoy__pev *next; /* the free list */
+    int quiet; /* recorded quiet (device.h): polled through implied_by, asked itself only
+                  when that one failed or there is none */
+    struct convoy__pev *implied_by; /* quiet: a later event of its stream (one reference) */
+    struct convoy__pev *next;       /* the free list */
 } convoy__pev_t;
 
 /* Why a member failed. */
@@ -296,6 +299,15 @@ void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e);
 /* Record an event after the work on stream, retrying a passing failure. NULL when the
  * device keeps refusing: the caller then proves the work over with convoy__sync. */
 convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream);
+/* Whether events recorded now may be quiet: the device records them, its errors are
+ * sticky, and no trace reads their own completion times. */
+int convoy__quiet_events(const convoy__pipe_t *p);
+/* As convoy__record_event, quiet where the device takes it (a record as usual else). The
+ * caller names the later event that proves it with convoy__pev_imply. */
+convoy__pev_t *convoy__record_event_quiet(convoy__pipe_t *p, convoy__stream_t *stream);
+/* later, recorded after quiet e on the same stream, proves e over when it completes
+ * without error (errors_sticky): e is polled through it from now on. */
+void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later);
 /* Wait until everything enqueued on stream has run; CONVOY_SUCCESS when it all did
  * without error. The last resort when no event can be recorded: nothing enqueued is
  * ever abandoned in flight. */
@@ -375,11 +387,13 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
  * there. Call before polling the launch's own event. */
 void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g);
 
-/* Pushouts behind a launch (push_behind.c). After g's launch on stream (results known at
- * once: launch_inline), send home the versions its members write that a pending wait or
- * a successor with no chore here will need there. */
+/* Pushouts behind a launch (push_behind.c). After g's launch (results known at once:
+ * launch_inline), plan marks the versions its members write that a pending wait or a
+ * successor with no chore here will need there (m->pushed) and returns how many; after
+ * the launch's event is recorded, push_behind sends those n home on stream behind it. */
+int convoy__push_behind_plan(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g);
 void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
-                         convoy__stream_t *stream);
+                         convoy__stream_t *stream, int n);
 /* Whether g's pushouts are over (1), with *failed_p set when one failed. */
 int convoy__push_behind_over(convoy__pipe_t *p, convoy__group_t *g, int *failed_p);
 /* g's pushouts behind its launch leave p->out_bytes (over, or their ring goes). */

@@ -79,11 +79,10 @@ static int goes_home(const convoy__pipe_t *p, const convoy__member_t *m, int f, 
     return waiting || convoy__task_needs_home(t, d, p->dev->kind);
 }
 
-void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
-                         convoy__stream_t *stream)
+int convoy__push_behind_plan(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
 {
-    if (!p->dev->launch_inline || g->exec_ev == NULL || g->nrun == 0)
-        return;
+    if (!p->dev->launch_inline || g->nrun == 0)
+        return 0;
     int waiting = atomic_load_explicit(&p->ctx->waiting, memory_order_relaxed) > 0;
     /* Which flows go: m->pushed, first marked as candidates. What they needed is asked of
      * the device only for members with a flow to push: when every member of every launch
@@ -109,8 +108,21 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
         }
         n += __builtin_popcount(m->pushed);
     }
+    return n;
+}
+
+void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
+                         convoy__stream_t *stream, int n)
+{
     if (n == 0)
         return;
+    if (g->exec_ev == NULL) {
+        /* The launch was proven over by waiting for its stream: they go home the usual
+         * way. */
+        for (int i = 0; i < g->nrun; i++)
+            r->m[g->run[i]].pushed = 0;
+        return;
+    }
     convoy__stage_t s;
     int *who = malloc((size_t)n * sizeof(*who)); /* by tag: member index * 32 + flow */
     g->push_evs = calloc((size_t)n, sizeof(*g->push_evs));

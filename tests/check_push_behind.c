@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "device/sim/sim.h"
 #include "src/context.h"
 #include "src/core.h"
 #include "tests/test_util.h"
@@ -380,6 +381,62 @@ START_TEST(pushed_behind_leave_write_behind_window)
 }
 END_TEST
 
+static convoy__sim_counters_t sim_counters(const world_t *w)
+{
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(convoy__ctx_accel(w->ctx, 0), &c);
+    return c;
+}
+
+START_TEST(launch_event_polled_through_pushouts)
+{
+    /* Proves: on a device whose errors are sticky (_i = 1, as a GPU's), a launch with
+     * pushouts behind it records its event quiet and the pipeline never asks that event
+     * itself: it learns the launch is over from the last pushout's event, and every
+     * successor reads the new version. Where errors are not sticky (_i = 0) no event is
+     * quiet. */
+    world_t w;
+    world_open(&w, 1, (const char *const[]){"sim_sticky_errors", _i ? "1" : "0", NULL});
+    insert_all(&w, NULL, 1);
+    atomic_store(&gate_open, 1);
+    await_looks();
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy__sim_counters_t c = sim_counters(&w);
+    if (_i)
+        ck_assert_uint_ge(c.quiet_records, 1);
+    else
+        ck_assert_uint_eq(c.quiet_records, 0);
+    ck_assert_uint_eq(c.quiet_queries, 0);
+    close_all_home(&w);
+}
+END_TEST
+
+START_TEST(quiet_launch_event_asked_when_pushout_fails)
+{
+    /* Proves: when the pushout behind a launch whose event is quiet fails as it runs, on a
+     * device whose errors are sticky, the launch's event is asked itself: the device's
+     * error fails the members, no output holds anything but its old or its new version,
+     * no successor reads a wrong one, and nothing hangs. */
+    world_t w;
+    world_open(&w, 1,
+               (const char *const[]){"sim_sticky_errors", "1", "sim_fail_async_home", "1", NULL});
+    insert_all(&w, NULL, 1);
+    atomic_store(&gate_open, 1);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
+    tu_assert_error_has(w.ctx, "reported an error");
+    convoy__sim_counters_t c = sim_counters(&w);
+    ck_assert_uint_ge(c.quiet_records, 1);
+    ck_assert_uint_ge(c.quiet_queries, 1);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_gt(s.tasks_failed, 0);
+    for (int t = 0; t < N; t++)
+        check_out(&w, t, w.out[t][0] != (uint32_t)OLD);
+    ck_assert_int_eq(atomic_load(&looked_bad), 0);
+    world_close(&w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("push_behind");
@@ -390,6 +447,8 @@ static Suite *suite(void)
     tcase_add_test(tc, failed_input_sends_nothing);
     tcase_add_loop_test(tc, failed_pushout_behind_loses_nothing, 0, 2);
     tcase_add_test(tc, pushed_behind_leave_write_behind_window);
+    tcase_add_loop_test(tc, launch_event_polled_through_pushouts, 0, 2);
+    tcase_add_test(tc, quiet_launch_event_asked_when_pushout_fails);
     return s;
 }
 

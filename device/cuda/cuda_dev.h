@@ -178,6 +178,8 @@ convoy_status_t convoy__cuda_event_create(convoy__device_t *d, convoy__event_t *
 void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event);
 convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *event,
                                           convoy__stream_t *stream);
+convoy_status_t convoy__cuda_event_record_quiet(convoy__device_t *d, convoy__event_t *event,
+                                                convoy__stream_t *stream);
 int convoy__cuda_event_query(convoy__device_t *d, convoy__event_t *event);
 convoy_status_t convoy__cuda_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
                                                convoy__event_t *event);

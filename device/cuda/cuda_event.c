@@ -221,8 +221,12 @@ void convoy__cuda_event_destroy(convoy__device_t *d, convoy__event_t *event)
     free(e);
 }
 
-convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *event,
-                                          convoy__stream_t *stream)
+/* cudaEventRecord, and behind it the flag's write unless quiet (device.h). A quiet record
+ * is cudaEventRecord alone, 0.4 us of the 2.4 us a record with its flag costs the H200
+ * host (doc/results.md, 2026-12-04 late); a query of it goes to CUDA, as for an event
+ * whose flag's write failed. */
+static convoy_status_t event_record(convoy__device_t *d, convoy__event_t *event,
+                                    convoy__stream_t *stream, int quiet)
 {
     convoy__cuda_dev_t *dev = convoy__cuda_dev(d);
     convoy__cuda_event_t *e = event_of(event);
@@ -231,7 +235,7 @@ convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *
     convoy_status_t st = convoy__cuda_enter(dev);
     if (st == CONVOY_SUCCESS)
         st = CONVOY_CUDA_CALL(d->ctx, d->name, cudaEventRecord(e->ev, convoy__cuda_stream(stream)));
-    if (st != CONVOY_SUCCESS || e->slot == NULL)
+    if (st != CONVOY_SUCCESS || e->slot == NULL || quiet)
         return st;
     convoy__cuda_flag_slot_t *s = e->slot;
     CUresult rc =
@@ -247,6 +251,18 @@ convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *
         flags_warn_once(dev, "cuStreamWriteValue32 failed", (int)rc);
     }
     return CONVOY_SUCCESS;
+}
+
+convoy_status_t convoy__cuda_event_record(convoy__device_t *d, convoy__event_t *event,
+                                          convoy__stream_t *stream)
+{
+    return event_record(d, event, stream, 0);
+}
+
+convoy_status_t convoy__cuda_event_record_quiet(convoy__device_t *d, convoy__event_t *event,
+                                                convoy__stream_t *stream)
+{
+    return event_record(d, event, stream, 1);
 }
 
 /* Polled often by the progress thread: no cudaSetDevice (an event query does not depend

@@ -28,6 +28,7 @@ static const convoy__device_ops_t cuda_ops = {
     .event_create = convoy__cuda_event_create,
     .event_destroy = convoy__cuda_event_destroy,
     .event_record = convoy__cuda_event_record,
+    .event_record_quiet = convoy__cuda_event_record_quiet,
     .event_query = convoy__cuda_event_query,
     .stream_wait_event = convoy__cuda_stream_wait_event,
     .stream_sync = convoy__cuda_stream_sync,
@@ -86,6 +87,7 @@ static convoy_status_t cuda_open(convoy_context_t *ctx, int local_index, int glo
     snprintf(b->name, sizeof(b->name), "cuda%d", local_index);
     b->max_batch = 4096;
     b->launch_inline = 1;
+    b->errors_sticky = 1; /* a fault ends the context: every later call reports it */
     dev->ordinal = local_index;
     dev->sm_max_bytes = (size_t)convoy__param_int(p, "cuda_sm_max_bytes");
     dev->sm_min_copies = (int)convoy__param_int(p, "cuda_sm_min_copies");

@@ -378,6 +378,7 @@ static const convoy__device_ops_t sim_ops = {
     .event_create = convoy__sim_event_create,
     .event_destroy = convoy__sim_event_destroy,
     .event_record = convoy__sim_event_record,
+    .event_record_quiet = convoy__sim_event_record_quiet,
     .event_query = convoy__sim_event_query,
     .stream_wait_event = convoy__sim_stream_wait_event,
     .stream_sync = convoy__sim_stream_sync,
@@ -422,6 +423,8 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->delay_ns = 1e3 * convoy__param_double(p, "sim_delay_us");
     dev->launch_late_ns = (uint64_t)(1e3 * convoy__param_double(p, "sim_launch_late_us"));
     b->launch_inline = (int)convoy__param_int(p, "sim_launch_inline");
+    dev->sticky = (int)convoy__param_int(p, "sim_sticky_errors");
+    b->errors_sticky = dev->sticky;
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
     dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");
@@ -568,4 +571,5 @@ void convoy__sim_get_counters(convoy__device_t *d, convoy__sim_counters_t *out)
     pthread_mutex_lock(&dev->lock);
     *out = dev->counters;
     pthread_mutex_unlock(&dev->lock);
+    out->quiet_queries = atomic_load_explicit(&dev->quiet_queries, memory_order_relaxed);
 }

@@ -41,6 +41,8 @@ typedef struct convoy__sim_counters {
     uint64_t alloc_failures; /* mem_alloc calls that failed: full, or injected */
     size_t bytes_in_use;     /* device memory allocated and not yet freed */
     size_t peak_bytes;       /* the most bytes_in_use has been */
+    uint64_t quiet_records;  /* events recorded quiet (event_record_quiet) */
+    uint64_t quiet_queries;  /* queries of an event whose latest record was quiet */
 } convoy__sim_counters_t;
 
 /* The log holds the first CONVOY__SIM_MAX_RECORDS submissions since open or the last
@@ -125,6 +127,7 @@ struct convoy__sim_event {
     uint64_t exec_at;                 /* modelled completion of generation exec_gen */
     _Atomic uint64_t done_at;         /* completion of generation gen; UINT64_MAX while queued */
     atomic_int failed;                /* generation gen follows work that failed when run */
+    atomic_int quiet;                 /* generation gen was recorded quiet: queries count */
     int refs;                         /* the owner's, plus one per queued op naming it */
     convoy__sim_event_t *prev, *next; /* dev->events */
 };
@@ -160,6 +163,10 @@ struct convoy__sim_dev {
     int64_t fail_sync;                 /* the n-th stream_sync fails */
     int64_t fail_async;                /* the n-th copy submission fails when run */
     int64_t fail_async_home;           /* the n-th submission device to host, likewise */
+    int sticky;                        /* sim_sticky_errors */
+    atomic_int faulted;                /* sticky: a copy failed when run; every event
+                                          completed after it, and every query, fail */
+    _Atomic uint64_t quiet_queries;    /* counters.quiet_queries, counted without the lock */
     uint64_t nsyncs;                   /* stream_sync calls so far (under lock) */
     uint64_t nevent_records;           /* event records so far (under lock) */
 
@@ -193,6 +200,8 @@ convoy_status_t convoy__sim_event_create(convoy__device_t *dev, convoy__event_t 
 void convoy__sim_event_destroy(convoy__device_t *dev, convoy__event_t *event);
 convoy_status_t convoy__sim_event_record(convoy__device_t *dev, convoy__event_t *event,
                                          convoy__stream_t *stream);
+convoy_status_t convoy__sim_event_record_quiet(convoy__device_t *dev, convoy__event_t *event,
+                                               convoy__stream_t *stream);
 int convoy__sim_event_query(convoy__device_t *dev, convoy__event_t *event);
 convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *dev, convoy__stream_t *stream,
                                               convoy__event_t *event);

@@ -210,6 +210,8 @@ static void sim_run_copy(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, convoy
     }
     if (op->fail_async) { /* as a GPU fault: nothing copied, the stream's next event says so */
         s->fail_pending = 1;
+        if (dev->sticky) /* as a fault ends a GPU's context: every later query fails */
+            atomic_store_explicit(&dev->faulted, 1, memory_order_relaxed);
         return;
     }
     pthread_mutex_unlock(&dev->lock);
@@ -246,7 +248,10 @@ static void sim_run_record(convoy__sim_dev_t *dev, convoy__sim_stream_t *s, conv
     }
     /* A generation re-armed since this op was queued is not the one queries see. */
     if (op->gen == ev->gen) {
-        atomic_store_explicit(&ev->failed, s->fail_pending, memory_order_relaxed);
+        atomic_store_explicit(&ev->failed,
+                              s->fail_pending ||
+                                  atomic_load_explicit(&dev->faulted, memory_order_relaxed),
+                              memory_order_relaxed);
         atomic_store_explicit(&ev->done_at, at, memory_order_release);
     }
     s->fail_pending = 0;
@@ -462,7 +467,7 @@ void convoy__sim_event_destroy(convoy__device_t *d, convoy__event_t *event)
 
 /* Queue an op that names ev (taking a reference); the caller has checked s and ev. */
 static convoy_status_t sim_event_op(convoy__sim_dev_t *dev, convoy__sim_stream_t *s,
-                                    convoy__sim_event_t *ev, int kind)
+                                    convoy__sim_event_t *ev, int kind, int quiet)
 {
     convoy__sim_op_t *op = convoy__calloc(dev->base.ctx, 1, sizeof *op, "sim event op");
     if (!op)
@@ -475,6 +480,8 @@ static convoy_status_t sim_event_op(convoy__sim_dev_t *dev, convoy__sim_stream_t
         ev->gen++; /* re-arms an event recorded before */
         atomic_store_explicit(&ev->done_at, UINT64_MAX, memory_order_relaxed);
         atomic_store_explicit(&ev->failed, 0, memory_order_relaxed);
+        atomic_store_explicit(&ev->quiet, quiet, memory_order_relaxed);
+        dev->counters.quiet_records += (uint64_t)quiet;
     } else if (ev->gen == 0) {
         pthread_mutex_unlock(&dev->lock); /* never recorded: nothing to wait for */
         free(op);
@@ -499,8 +506,8 @@ static convoy_status_t sim_check_pair(convoy__sim_dev_t *dev, const char *what,
     return CONVOY_SUCCESS;
 }
 
-convoy_status_t convoy__sim_event_record(convoy__device_t *d, convoy__event_t *event,
-                                         convoy__stream_t *stream)
+static convoy_status_t sim_record(convoy__device_t *d, convoy__event_t *event,
+                                  convoy__stream_t *stream, int quiet)
 {
     convoy__sim_dev_t *dev = sim_dev(d);
     convoy__sim_stream_t *s = sim_stream(stream);
@@ -516,7 +523,21 @@ convoy_status_t convoy__sim_event_record(convoy__device_t *d, convoy__event_t *e
         return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
                              "%s: injected failure of event record %llu (sim_fail_record)", d->name,
                              (unsigned long long)n);
-    return sim_event_op(dev, s, ev, CONVOY__SIM_OP_RECORD);
+    return sim_event_op(dev, s, ev, CONVOY__SIM_OP_RECORD, quiet);
+}
+
+convoy_status_t convoy__sim_event_record(convoy__device_t *d, convoy__event_t *event,
+                                         convoy__stream_t *stream)
+{
+    return sim_record(d, event, stream, 0);
+}
+
+/* As a record, counted apart: on sim a query costs the same either way, so what the
+ * counters show is whether the pipeline asked a quiet event itself (device.h). */
+convoy_status_t convoy__sim_event_record_quiet(convoy__device_t *d, convoy__event_t *event,
+                                               convoy__stream_t *stream)
+{
+    return sim_record(d, event, stream, 1);
 }
 
 convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__stream_t *stream,
@@ -526,7 +547,7 @@ convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__strea
     convoy__sim_stream_t *s = sim_stream(stream);
     convoy__sim_event_t *ev = sim_event(event);
     convoy_status_t st = sim_check_pair(dev, "stream_wait_event", s, ev);
-    return st != CONVOY_SUCCESS ? st : sim_event_op(dev, s, ev, CONVOY__SIM_OP_WAIT);
+    return st != CONVOY_SUCCESS ? st : sim_event_op(dev, s, ev, CONVOY__SIM_OP_WAIT, 0);
 }
 
 /* 1 once the stream has executed the latest record and the clock has reached its
@@ -541,9 +562,12 @@ int convoy__sim_event_query(convoy__device_t *d, convoy__event_t *event)
     uint64_t at = atomic_load_explicit(&ev->done_at, memory_order_acquire);
     if (at == 0)
         return 1;
+    if (atomic_load_explicit(&ev->quiet, memory_order_relaxed))
+        atomic_fetch_add_explicit(&sim_dev(d)->quiet_queries, 1, memory_order_relaxed);
     if (at == UINT64_MAX || convoy__now_ns() < at)
         return 0;
-    if (atomic_load_explicit(&ev->failed, memory_order_relaxed))
+    if (atomic_load_explicit(&ev->failed, memory_order_relaxed) ||
+        atomic_load_explicit(&sim_dev(d)->faulted, memory_order_relaxed))
         return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
                              "%s: injected failure of a copy when it ran (sim_fail_async, "
                              "sim_fail_async_home)",
