@@ -184,8 +184,15 @@ void convoy__launch_group(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t 
         t_step = convoy__now_ns();
     }
     convoy__push_behind(p, r, g, stream, npush);
-    if (g->npush > 0)
+    if (g->npush > 0) {
         convoy__pev_imply(g->exec_ev, g->push_evs[g->npush - 1]);
+    } else if (g->exec_ev != NULL && g->exec_ev->quiet) {
+        /* No pushout's event came of them (no memory, or each proven over by a stream
+         * wait): an event as usual, here, stands in for it. */
+        convoy__pev_t *later = convoy__pev_record(p, stream);
+        convoy__pev_imply(g->exec_ev, later);
+        convoy__pev_put(p, later);
+    }
     if (ctx->trace != NULL && g->npush > 0)
         convoy__trace_step(p, "push behind", t_step, r->id, g->npush);
     if (g->exec_ev != NULL && ctx->trace != NULL) {

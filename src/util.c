@@ -133,7 +133,7 @@ void convoy__sleep_until_ns(uint64_t deadline_ns)
 void convoy__spin_wait(convoy__spin_t *lock)
 {
     do {
-        for (int i = 1; atomic_load_explicit(lock, memory_order_relaxed) != 0; i++) {
+        for (unsigned i = 1; atomic_load_explicit(lock, memory_order_relaxed) != 0; i++) {
             convoy__cpu_relax();
             if (i % CONVOY__SPIN_YIELD_AFTER == 0)
                 sched_yield();

@@ -127,12 +127,14 @@ static inline void convoy__cpu_relax(void)
 }
 
 /*
- * A spin lock, for sections of well under a microsecond that few threads share (a datum's
- * dependency state, an accelerator's ready queue): one locked exchange to take it and a
- * store to give it back, where a glibc mutex took 4 locked instructions and about 120
- * instructions a pair (bench/host_profile.py). A waiter reads until the lock looks free
- * and yields its core now and then, so that a holder that was preempted on a busy machine
- * gets it back. Not for locks many threads wait on (the CPUs' queue).
+ * A spin lock, for sections mostly well under a microsecond that few threads share at a
+ * time (a datum's dependency state, an accelerator's ready queue, a pool of records): one
+ * locked exchange to take it and a store to give it back, where a glibc mutex took 4 locked
+ * instructions and about 120 instructions a pair (bench/host_profile.py). A waiter reads
+ * until the lock looks free and yields its core every CONVOY__SPIN_YIELD_AFTER reads, so
+ * that a holder that was preempted on a busy machine, or one in a rare long section (a
+ * pool's new chunk, a queue's list doubling with a large backlog, both under malloc),
+ * gets the core back. Not for locks many threads wait on (the CPUs' queue).
  */
 typedef atomic_int convoy__spin_t;
 #define CONVOY__SPIN_YIELD_AFTER 256 /* reads of a held lock between two sched_yield calls */

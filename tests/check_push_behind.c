@@ -437,6 +437,32 @@ START_TEST(quiet_launch_event_asked_when_pushout_fails)
 }
 END_TEST
 
+START_TEST(quiet_launch_event_without_pushout_event)
+{
+    /* Proves: when the pushouts behind a launch whose event is quiet leave no event of
+     * their own (each of the 21 records tried for them fails, and a stream wait proves
+     * them over), an event recorded as usual after them stands in: the launch's quiet
+     * event is still never asked itself, and nothing fails. One ring of all N: its
+     * stage-in's event is record 1, the launch's record 2, the pushout's records 3-23. */
+    world_t w;
+    world_open(&w, 1,
+               (const char *const[]){"sim_sticky_errors", "1", "sim_fail_record", "3",
+                                     "sim_fail_records", "21", "batch_idle_close", "0",
+                                     "batch_max_wait_us", "1e7", NULL});
+    insert_all(&w, NULL, 1);
+    atomic_store(&gate_open, 1);
+    await_looks();
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy__sim_counters_t c = sim_counters(&w);
+    ck_assert_uint_eq(c.quiet_records, 1);
+    ck_assert_uint_eq(c.quiet_queries, 0);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    close_all_home(&w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("push_behind");
@@ -449,6 +475,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pushed_behind_leave_write_behind_window);
     tcase_add_loop_test(tc, launch_event_polled_through_pushouts, 0, 2);
     tcase_add_test(tc, quiet_launch_event_asked_when_pushout_fails);
+    tcase_add_test(tc, quiet_launch_event_without_pushout_event);
     return s;
 }
 

@@ -116,9 +116,10 @@ static int list_room(class_list_t *cl)
 
 /* The lock of a queue: the CPUs' (0) takes a mutex, since up to a worker per core pops it
  * and spinners would wait behind one that was preempted; an accelerator's has one consumer,
- * its progress thread, and the threads that push to it, and takes a spin lock: one locked
- * instruction a push where the mutex took four, and 120 instructions fewer (tiny_tasks'
- * inserting thread, bench/host_profile.py). */
+ * its progress thread, and the threads that push to it (the inserting threads, and workers
+ * and progress threads whose completions make its tasks ready) hold it for a few stores: a
+ * spin lock, one locked instruction a push where the mutex took four, and 120
+ * instructions fewer (tiny_tasks' inserting thread, bench/host_profile.py). */
 typedef struct batch_queue {
     _Alignas(CONVOY__LINE) pthread_mutex_t lock; /* queue 0; each queue on lines of its own */
     convoy__spin_t spin;                         /* the accelerators' queues */
