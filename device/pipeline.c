@@ -61,7 +61,9 @@ convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream)
     return pev_record(p, stream, 0);
 }
 
-int convoy__quiet_events(const convoy__pipe_t *p)
+/* Whether events recorded now may be quiet: the device records them, its errors are
+ * sticky, and no trace reads their own completion times. */
+static int quiet_events(const convoy__pipe_t *p)
 {
     return p->dev->ops->event_record_quiet != NULL && p->dev->errors_sticky &&
            p->ctx->trace == NULL;
@@ -132,7 +134,7 @@ convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream)
 
 convoy__pev_t *convoy__record_event_quiet(convoy__pipe_t *p, convoy__stream_t *stream)
 {
-    convoy__pev_t *ev = convoy__quiet_events(p) ? pev_record(p, stream, 1) : NULL;
+    convoy__pev_t *ev = quiet_events(p) ? pev_record(p, stream, 1) : NULL;
     return ev != NULL ? ev : convoy__record_event(p, stream);
 }
 

@@ -299,11 +299,9 @@ void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e);
 /* Record an event after the work on stream, retrying a passing failure. NULL when the
  * device keeps refusing: the caller then proves the work over with convoy__sync. */
 convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream);
-/* Whether events recorded now may be quiet: the device records them, its errors are
- * sticky, and no trace reads their own completion times. */
-int convoy__quiet_events(const convoy__pipe_t *p);
-/* As convoy__record_event, quiet where the device takes it (a record as usual else). The
- * caller names the later event that proves it with convoy__pev_imply. */
+/* As convoy__record_event, quiet where it may be (the device records quiet events, its
+ * errors are sticky, and no trace reads the event's own completion time), a record as
+ * usual else. The caller names the later event that proves it with convoy__pev_imply. */
 convoy__pev_t *convoy__record_event_quiet(convoy__pipe_t *p, convoy__stream_t *stream);
 /* later, recorded after quiet e on the same stream, proves e over when it completes
  * without error (errors_sticky): e is polled through it from now on. */

@@ -44,7 +44,7 @@ int convoy__sched_place_locality(void *state, convoy_context_t *ctx, convoy__tas
     int best = n == 1 ? runnable[0] + 1 : 0;
     uint64_t best_bytes = 0;
     int64_t best_load = INT64_MAX;
-    for (int k = 0; k < n && n > 1; k++) {
+    for (int k = 0; n > 1 && k < n; k++) { /* rank the candidates: more than one */
         int i = runnable[k];
         const convoy__device_t *dev = ctx->accel[i];
         uint64_t here = 0;
