@@ -71,8 +71,12 @@ static int quiet_events(const convoy__pipe_t *p)
 
 void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later)
 {
-    if (e == NULL || !e->quiet || e->done || later == NULL || e->implied_by != NULL)
+    if (e == NULL || !e->quiet || e->done || e->implied_by != NULL)
         return;
+    if (later == NULL) {
+        e->quiet = 0; /* nothing later proves it: it is asked itself from now on */
+        return;
+    }
     later->refs++;
     e->implied_by = later;
 }
@@ -81,14 +85,18 @@ int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
 {
     if (e == NULL || e->done)
         return 1;
-    if (e->implied_by != NULL) {
-        /* A quiet event: asking it would cost a call (on the H200 host a query is 1.4-1.7
-         * us), so the later event is polled. Its completion without error proves this
-         * one's; its failure may be its own, so this one is then asked itself. */
+    if (e->quiet) {
+        /* Asking a quiet event would cost a call (on the H200 host a query is 1.4-1.7 us),
+         * so the later event is polled. Its completion without error proves this one's;
+         * its failure may be its own, so this one is then asked itself. Until its later
+         * event is named (within the start of its ring) it counts as pending: it was
+         * recorded moments ago, and on a device whose errors are sticky a failure not yet
+         * seen stops whatever is enqueued after it. */
         convoy__pev_t *later = e->implied_by;
-        if (!convoy__pev_poll(p, later))
+        if (later == NULL || !convoy__pev_poll(p, later))
             return 0;
         e->implied_by = NULL;
+        e->quiet = 0;
         e->done = !later->failed;
         convoy__pev_put(p, later);
         if (e->done)
@@ -160,6 +168,7 @@ void convoy__stream_wait(convoy__pipe_t *p, convoy__stream_t *stream, convoy__pe
      * needs (slow, and only when the device is out of resources). */
     convoy__log_warn("%s: a stream wait could not be queued (%s); waiting on the host",
                      p->dev->name, convoy_last_error(NULL));
+    convoy__pev_imply(e, NULL); /* quiet and not yet proven by a later one: asked itself */
     while (!convoy__pev_poll(p, e))
         convoy__sleep_until_ns(convoy__now_ns() + 20000);
 }

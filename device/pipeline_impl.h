@@ -29,8 +29,8 @@ typedef struct convoy__pev {
     uint64_t enqueue_ns;      /* for the trace: when the work before it was enqueued */
     convoy__trace_event_t tr; /* a submission's trace record, emitted when seen complete */
     int traced;
-    int quiet; /* recorded quiet (device.h): polled through implied_by, asked itself only
-                  when that one failed or there is none */
+    int quiet; /* recorded quiet (device.h) and not yet resolved: polled through
+                  implied_by, pending until that is named (convoy__pev_imply) */
     struct convoy__pev *implied_by; /* quiet: a later event of its stream (one reference) */
     struct convoy__pev *next;       /* the free list */
 } convoy__pev_t;
@@ -303,8 +303,11 @@ convoy__pev_t *convoy__record_event(convoy__pipe_t *p, convoy__stream_t *stream)
  * errors are sticky, and no trace reads the event's own completion time), a record as
  * usual else. The caller names the later event that proves it with convoy__pev_imply. */
 convoy__pev_t *convoy__record_event_quiet(convoy__pipe_t *p, convoy__stream_t *stream);
-/* later, recorded after quiet e on the same stream, proves e over when it completes
- * without error (errors_sticky): e is polled through it from now on. */
+/* later, recorded after quiet e on the same stream (or on a stream that waited for e),
+ * proves e over when it completes without error (errors_sticky): e is polled through it
+ * from now on. Until then a poll of e finds it pending without asking the device, so
+ * whoever records e quiet names its later event before anything waits for e; NULL for
+ * later, when none could be recorded, has e asked itself. */
 void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later);
 /* Wait until everything enqueued on stream has run; CONVOY_SUCCESS when it all did
  * without error. The last resort when no event can be recorded: nothing enqueued is

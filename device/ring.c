@@ -341,6 +341,46 @@ static int make_groups(convoy__ring_t *r)
     return 0;
 }
 
+/* Name, for each of the ring's quiet stage-in events (copies.c), the later event that
+ * proves it over (convoy__pev_imply). Group 0's stream waited for the last small
+ * submission its members need, so its launch's event proves that one and those before
+ * it on their stream: a ring's start then makes one event of its own fewer, about 2 us
+ * of a flag write on the H200 host (doc/design.md, "Quiet events"). A ring with split
+ * groups, whose launches from the host poll its last small submission, or whose group 0
+ * has no launch event, has an event recorded as usual behind them instead, so that no
+ * launch waits for another group's. */
+static void imply_stage_in(convoy__pipe_t *p, convoy__ring_t *r)
+{
+    convoy__pev_t *launch = NULL, *covered = NULL, *stand_in = NULL;
+    int split = 0, made = 0;
+    for (int k = 0; k < r->ngroups; k++) {
+        if (r->groups[k].split) {
+            split = 1;
+        } else {
+            launch = r->groups[k].exec_ev;
+            covered = r->groups[k].in_ev;
+        }
+    }
+    int by_launch = !split && launch != NULL && covered != NULL;
+    for (int k = 0; k < r->nin; k++) {
+        convoy__pev_t *e = r->in_subs[k];
+        if (e != NULL && e->quiet && !e->done && e->implied_by == NULL) {
+            if (by_launch) {
+                convoy__pev_imply(e, launch);
+            } else {
+                if (!made) {
+                    stand_in = convoy__pev_record(p, p->in);
+                    made = 1;
+                }
+                convoy__pev_imply(e, stand_in); /* NULL: asked itself */
+            }
+        }
+        if (e == covered)
+            by_launch = 0; /* later ones were not waited for by group 0 */
+    }
+    convoy__pev_put(p, stand_in);
+}
+
 void convoy__ring_add(convoy__pipe_t *p, convoy__ring_t *r)
 {
     r->next = NULL;
@@ -516,6 +556,7 @@ void convoy__ring_start(convoy__pipe_t *p, convoy__task_t **tasks, int n)
     for (int k = 0; k < r->ngroups; k++)
         if (!r->groups[k].split)
             CONVOY__PROF_SUB(p, CONVOY__SUB_LAUNCH, convoy__launch_group(p, r, &r->groups[k]));
+    imply_stage_in(p, r);
     convoy__ring_add(p, r);
 }
 

@@ -187,7 +187,7 @@ static void await_stat(const world_t *w, convoy_stats_t *s, const uint64_t *fiel
 /* Wait until n tasks have completed; asserts they have. */
 static void await_completed(const world_t *w, uint64_t n)
 {
-    convoy_stats_t s;
+    convoy_stats_t s = {0}; /* await_stat fills it; gcc cannot tell */
     await_stat(w, &s, &s.tasks_completed, n);
     ck_assert_uint_eq(s.tasks_completed, n);
 }
@@ -298,14 +298,27 @@ START_TEST(failed_chore_output_stays_away)
 }
 END_TEST
 
+static convoy__sim_counters_t sim_counters(const world_t *w)
+{
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(convoy__ctx_accel(w->ctx, 0), &c);
+    return c;
+}
+
 START_TEST(failed_input_sends_nothing)
 {
     /* Proves: when a producer's input failed to arrive (the ring's first stage-in fails
-     * as it runs), nothing goes home behind its launch: its output keeps its version at
-     * home, and the task fails naming the device's error. */
+     * as it runs), nothing it wrote reaches home: its output keeps its version at home,
+     * and the task fails naming the device's error. Where errors are not sticky (_i = 0)
+     * the push behind sees the failure and sends nothing. Where they are (_i = 1, as a
+     * GPU's), the stage-in's events are quiet and the push behind does not ask them: the
+     * outputs are pushed behind the launch, and those copies never run, as on a GPU whose
+     * context the fault ended. */
     world_t w;
     /* Four stage-in submissions: the first fails, the group's last one does not. */
-    world_open(&w, 1, (const char *const[]){"sim_fail_async", "1", "batch_max_copies", "16", NULL});
+    world_open(&w, 1,
+               (const char *const[]){"sim_fail_async", "1", "batch_max_copies", "16",
+                                     "sim_sticky_errors", _i ? "1" : "0", NULL});
     insert_all(&w, NULL, 1);
     atomic_store(&gate_open, 1);
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_ERR_TASK_FAILED);
@@ -321,6 +334,12 @@ START_TEST(failed_input_sends_nothing)
     }
     ck_assert_uint_eq((uint64_t)failed, s.tasks_failed);
     ck_assert_int_eq(atomic_load(&looked_bad), 0);
+    if (_i) {
+        convoy__sim_counters_t c = sim_counters(&w);
+        ck_assert_uint_ge(c.quiet_records, 4); /* the stage-in's, the launch's */
+        ck_assert_uint_gt(s.d2h_copies, 0);    /* pushed behind, never run */
+        ck_assert_uint_eq(s.tasks_failed, N);
+    }
     world_close(&w);
 }
 END_TEST
@@ -381,13 +400,6 @@ START_TEST(pushed_behind_leave_write_behind_window)
 }
 END_TEST
 
-static convoy__sim_counters_t sim_counters(const world_t *w)
-{
-    convoy__sim_counters_t c;
-    convoy__sim_get_counters(convoy__ctx_accel(w->ctx, 0), &c);
-    return c;
-}
-
 START_TEST(launch_event_polled_through_pushouts)
 {
     /* Proves: on a device whose errors are sticky (_i = 1, as a GPU's), a launch with
@@ -403,7 +415,7 @@ START_TEST(launch_event_polled_through_pushouts)
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
     convoy__sim_counters_t c = sim_counters(&w);
     if (_i)
-        ck_assert_uint_ge(c.quiet_records, 1);
+        ck_assert_uint_ge(c.quiet_records, 2); /* a ring's stage-in and launch */
     else
         ck_assert_uint_eq(c.quiet_records, 0);
     ck_assert_uint_eq(c.quiet_queries, 0);
@@ -443,7 +455,8 @@ START_TEST(quiet_launch_event_without_pushout_event)
      * their own (each of the 21 records tried for them fails, and a stream wait proves
      * them over), an event recorded as usual after them stands in: the launch's quiet
      * event is still never asked itself, and nothing fails. One ring of all N: its
-     * stage-in's event is record 1, the launch's record 2, the pushout's records 3-23. */
+     * stage-in's event is record 1, the launch's record 2 (both quiet), the pushout's
+     * records 3-23. */
     world_t w;
     world_open(&w, 1,
                (const char *const[]){"sim_sticky_errors", "1", "sim_fail_record", "3",
@@ -454,10 +467,52 @@ START_TEST(quiet_launch_event_without_pushout_event)
     await_looks();
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
     convoy__sim_counters_t c = sim_counters(&w);
-    ck_assert_uint_eq(c.quiet_records, 1);
+    ck_assert_uint_eq(c.quiet_records, 2);
     ck_assert_uint_eq(c.quiet_queries, 0);
     convoy_stats_t s;
     convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    close_all_home(&w);
+}
+END_TEST
+
+START_TEST(quiet_stage_in_proven_by_launch)
+{
+    /* Proves: with nothing to push behind its launch (no successor, no wait pending), a
+     * ring's stage-in is still recorded quiet on a device whose errors are sticky, and
+     * learnt over through the launch's event: no quiet event is asked, nothing fails. */
+    world_t w;
+    world_open(&w, 1, (const char *const[]){"sim_sticky_errors", "1", NULL});
+    insert_all(&w, NULL, 0);
+    atomic_store(&gate_open, 1);
+    await_completed(&w, N + 1);
+    convoy__sim_counters_t c = sim_counters(&w);
+    ck_assert_uint_ge(c.quiet_records, 1);
+    ck_assert_uint_eq(c.quiet_queries, 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    close_all_home(&w);
+}
+END_TEST
+
+START_TEST(quiet_stage_in_with_split_groups)
+{
+    /* Proves: a ring whose members each need a split (large) copy, launched from the host
+     * once it lands, has its small stage-in (the gate's) recorded quiet and proven by an
+     * event as usual behind it, not by another group's launch: every member runs, every
+     * successor reads the new version, and no quiet event is asked itself. */
+    world_t w;
+    world_open(&w, 1,
+               (const char *const[]){"sim_sticky_errors", "1", "batch_split_bytes", "4096", NULL});
+    insert_all(&w, NULL, 1);
+    atomic_store(&gate_open, 1);
+    await_looks();
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    convoy__sim_counters_t c = sim_counters(&w);
+    ck_assert_uint_ge(c.quiet_records, 1);
+    ck_assert_uint_eq(c.quiet_queries, 0);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_gt(s.split_copies, 0);
     ck_assert_uint_eq(s.tasks_failed, 0);
     close_all_home(&w);
 }
@@ -470,12 +525,14 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, cpu_readers_need_no_flush, 0, 2);
     tcase_add_test(tc, pending_wait_takes_outputs_home);
     tcase_add_test(tc, failed_chore_output_stays_away);
-    tcase_add_test(tc, failed_input_sends_nothing);
+    tcase_add_loop_test(tc, failed_input_sends_nothing, 0, 2);
     tcase_add_loop_test(tc, failed_pushout_behind_loses_nothing, 0, 2);
     tcase_add_test(tc, pushed_behind_leave_write_behind_window);
     tcase_add_loop_test(tc, launch_event_polled_through_pushouts, 0, 2);
     tcase_add_test(tc, quiet_launch_event_asked_when_pushout_fails);
     tcase_add_test(tc, quiet_launch_event_without_pushout_event);
+    tcase_add_test(tc, quiet_stage_in_proven_by_launch);
+    tcase_add_test(tc, quiet_stage_in_with_split_groups);
     return s;
 }
 

@@ -358,7 +358,7 @@ static convoy_status_t sim_launch(convoy__device_t *d, convoy__stream_t *stream,
         uint64_t vt = convoy__sim_stream_drain_locked(dev, s);
         pthread_mutex_unlock(&dev->lock);
         convoy__sleep_until_ns(vt);
-        if (fn(arg, NULL) != 0)
+        if (!convoy__sim_context_lost(dev) && fn(arg, NULL) != 0)
             convoy__log_debug("%s: inline chore returned non-zero", d->name);
         op->fn = sim_launched;
         op->enqueue_ns = convoy__now_ns();

@@ -192,6 +192,13 @@ struct convoy__sim_dev {
     int nrecords, records_cap; /* the log, sorted by seq (appended under the lock) */
 };
 
+/* sim_sticky_errors: a copy failed when it ran, which ends the device's context as a
+ * fault ends a GPU's: no later copy or chore runs. */
+static inline int convoy__sim_context_lost(convoy__sim_dev_t *dev)
+{
+    return dev->sticky && atomic_load_explicit(&dev->faulted, memory_order_relaxed);
+}
+
 /* Streams, events and idle_wait (sim_stream.c), in the device ops table. */
 convoy_status_t convoy__sim_stream_create(convoy__device_t *dev, convoy__stream_t **stream_p);
 void convoy__sim_stream_destroy(convoy__device_t *dev, convoy__stream_t *stream);

@@ -70,10 +70,10 @@ const convoy__param_def_t convoy__sim_params[] = {
             "task's outputs home behind its launch); 0: the chore runs later on the stream's "
             "thread"},
     {.name = "sim_sticky_errors", .type = CONVOY__PARAM_INT, .def = "0", .min = 0, .max = 1,
-     .doc = "1: a copy that fails when it runs fails every event of the device completed "
-            "after it, as a fault ends a GPU's context (the device then has errors_sticky, "
-            "and records quiet events, whose queries the counters count); 0: only the next "
-            "event of its stream reports it"},
+     .doc = "1: a copy that fails when it runs ends the device's context, as a fault ends "
+            "a GPU's: no later copy or chore runs, and every event completed after it fails "
+            "(the device then has errors_sticky, and records quiet events, whose queries the "
+            "counters count); 0: only the next event of its stream reports it"},
     {.name = "sim_launch_late_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0,
      .max = 1e9,
      .doc = "fault injection: real us a stream waits before each launch's chore starts, as a "
