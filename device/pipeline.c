@@ -81,6 +81,16 @@ void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later)
     e->implied_by = later;
 }
 
+void convoy__pev_proven(convoy__pipe_t *p, convoy__pev_t *e)
+{
+    if (e == NULL || e->done || !e->quiet)
+        return;
+    convoy__pev_put(p, e->implied_by);
+    e->implied_by = NULL;
+    e->quiet = 0;
+    e->done = 1;
+}
+
 int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
 {
     if (e == NULL || e->done)

@@ -309,6 +309,11 @@ convoy__pev_t *convoy__record_event_quiet(convoy__pipe_t *p, convoy__stream_t *s
  * whoever records e quiet names its later event before anything waits for e; NULL for
  * later, when none could be recorded, has e asked itself. */
 void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later);
+/* Quiet e was waited for by a stream whose later event completed without error
+ * (errors_sticky): e is over, whatever the event it was implied by still does. Other
+ * events are left to their polls: a device whose errors are not sticky reports a failure
+ * only at its own stream's next event. */
+void convoy__pev_proven(convoy__pipe_t *p, convoy__pev_t *e);
 /* Wait until everything enqueued on stream has run; CONVOY_SUCCESS when it all did
  * without error. The last resort when no event can be recorded: nothing enqueued is
  * ever abandoned in flight. */

@@ -278,6 +278,10 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
              * now shows its members executed before they complete: a completed member is
              * not traced again. */
             int over = convoy__pev_poll(p, g->exec_ev), push_failed = 0;
+            /* Its stream waited for each member's waits: with the launch over without
+             * error, a quiet one among them (an earlier ring's stage-in, proven through
+             * that ring's launch, which may run long) is over too. */
+            int waited = over && g->exec_ev != NULL && !g->exec_ev->failed;
             if (p->ctx->trace != NULL && g->traced_steps < 2)
                 trace_steps(p, r, g);
             /* Its members complete with their pushouts behind it over (push_behind.c). */
@@ -299,8 +303,11 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
                 if (push_failed)
                     m->pushed = 0; /* dirty here still: they go home the usual way */
                 int ready = 1;
-                for (int w = 0; w < m->nwait && ready; w++)
+                for (int w = 0; w < m->nwait && ready; w++) {
+                    if (waited)
+                        convoy__pev_proven(p, m->wait[w]);
                     ready = convoy__pev_poll(p, m->wait[w]);
+                }
                 int done = 0;
                 if (ready)
                     CONVOY__PROF_SUB(p, CONVOY__SUB_FINISH, done = finish_member(p, r, m));

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "convoy.h"
 #include "device/device.h"
@@ -447,6 +448,90 @@ START_TEST(test_next_ring_before_completions)
 }
 END_TEST
 
+static atomic_int slow_running, slow_release, fast_done;
+
+/* Runs until the test releases it (20 s at most, times the build's slowdown). */
+static int slow_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    atomic_store(&slow_running, 1);
+    double limit = 20.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    for (double w = 0; w < limit && !atomic_load(&slow_release); w += 1e-3)
+        nanosleep(&ms, NULL);
+    return 0;
+}
+
+static int fast_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    return 0;
+}
+
+static void fast_done_cb(void *arg, uint64_t id, convoy_status_t outcome, const char *msg)
+{
+    (void)arg;
+    (void)id;
+    (void)msg;
+    atomic_store(&fast_done, outcome == CONVOY_SUCCESS ? 1 : -1);
+}
+
+/* Until flag is non-zero, seconds s at most (times the build's slowdown); returns it. */
+static int await_flag(atomic_int *flag, double s)
+{
+    double limit = s * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    for (double w = 0; w < limit && atomic_load(flag) == 0; w += 1e-3)
+        nanosleep(&ms, NULL);
+    return atomic_load(flag);
+}
+
+/* A task reading a datum whose stage-in an earlier ring made completes once its own
+ * launch is over, not once the earlier ring's is: on a device whose errors are sticky
+ * that stage-in's event is quiet, proven through the earlier ring's launch (here a
+ * chore that runs until the test releases it), and the later launch's stream waited for
+ * it (device/ring_done.c, convoy__pev_proven). */
+START_TEST(test_shared_input_not_held_by_slow_launch)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_sticky_errors", "1");
+    tu_ps_set(&ps, "batch_max_wait_us", "0");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    atomic_store(&slow_running, 0);
+    atomic_store(&slow_release, 0);
+    atomic_store(&fast_done, 0);
+    convoy_access_t r = CONVOY_READ;
+    convoy_class_t *slow, *fast;
+    ck_assert_int_eq(convoy_class_new(ctx, "slow", 1, &r, CONVOY_CLASS_BATCHABLE, &slow),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(slow, CONVOY_DEVICE_SIM, slow_chore), 0);
+    ck_assert_int_eq(convoy_class_new(ctx, "fast", 1, &r, CONVOY_CLASS_BATCHABLE, &fast),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(fast, CONVOY_DEVICE_SIM, fast_chore), 0);
+    void *x = convoy_host_alloc(ctx, 4096);
+    ck_assert_ptr_nonnull(x);
+    convoy_data_t *dx;
+    ck_assert_int_eq(convoy_data_new(ctx, x, 4096, &dx), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_task_insert(ctx, slow, NULL, 0, &dx), CONVOY_SUCCESS);
+    ck_assert_int_eq(await_flag(&slow_running, 10), 1);
+    convoy_task_opts_t opts = {.done = fast_done_cb};
+    ck_assert_int_eq(convoy_task_insert_ex(ctx, fast, NULL, 0, &dx, &opts), CONVOY_SUCCESS);
+    int done = await_flag(&fast_done, 3); /* the slow chore runs on meanwhile */
+    atomic_store(&slow_release, 1);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(convoy__ctx_accel(ctx, 0), &c);
+    ck_assert_uint_ge(c.quiet_records, 1);
+    ck_assert_msg(done == 1, "the fast task's outcome was %d while the slow launch ran", done);
+    convoy_data_free(dx);
+    convoy_host_free(ctx, x);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -463,6 +548,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_progress_profile_line, 0, 2);
     tc = tu_tcase(s, "order", 30);
     tcase_add_loop_test(tc, test_next_ring_before_completions, 0, 2);
+    tcase_add_loop_test(tc, test_shared_input_not_held_by_slow_launch, 0, 2);
     return s;
 }
 
