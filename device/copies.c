@@ -303,8 +303,9 @@ static void count(convoy_context_t *ctx, int stage_kind, const convoy__submissio
  * instead, so that the copies are known to have landed (no event: s->subs[k] NULL, which
  * everything reads as done) or to have failed. Only when even that fails are they marked
  * 2: they may still run, and the caller keeps their device memory out of use for good.
- * A stage-in's small submissions are recorded quiet where the device allows: the ring's
- * start names the later events that prove them (ring.c, imply_stage_in).
+ * A stage-in's small submissions are recorded quiet where the device allows, but for
+ * those with a bounce block: the ring's start names the later events that prove them
+ * (ring.c, imply_stage_in).
  */
 void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s, int stage_kind,
                          convoy__stream_t *small, convoy__stream_t *large)
@@ -344,7 +345,9 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
                 }
             }
         }
-        convoy__pev_t *ev = stage_kind == CONVOY__STAGE_IN && !sub->split
+        /* Not a bounced one: its block is reaped on its own event, which a quiet one's
+         * later event (the ring's launch) could hold back for as long as a chore runs. */
+        convoy__pev_t *ev = stage_kind == CONVOY__STAGE_IN && !sub->split && bounce == NULL
                                 ? convoy__record_event_quiet(p, stream)
                                 : convoy__record_event(p, stream);
         if (ev == NULL && convoy__sync(p, stream) != CONVOY_SUCCESS) {

@@ -81,6 +81,15 @@ void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later)
     e->implied_by = later;
 }
 
+void convoy__pev_ask_itself(convoy__pipe_t *p, convoy__pev_t *e)
+{
+    if (e == NULL || !e->quiet)
+        return;
+    convoy__pev_put(p, e->implied_by);
+    e->implied_by = NULL;
+    e->quiet = 0;
+}
+
 void convoy__pev_proven(convoy__pipe_t *p, convoy__pev_t *e)
 {
     if (e == NULL || e->done || !e->quiet)
@@ -99,9 +108,9 @@ int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
         /* Asking a quiet event would cost a call (on the H200 host a query is 1.4-1.7 us),
          * so the later event is polled. Its completion without error proves this one's;
          * its failure may be its own, so this one is then asked itself. Until its later
-         * event is named (within the start of its ring) it counts as pending: it was
-         * recorded moments ago, and on a device whose errors are sticky a failure not yet
-         * seen stops whatever is enqueued after it. */
+         * event is named (by the end of the call that recorded it: a launch, its ring's
+         * start) it counts as pending: it was recorded moments ago, and on a device whose
+         * errors are sticky a failure not yet seen stops whatever is enqueued after it. */
         convoy__pev_t *later = e->implied_by;
         if (later == NULL || !convoy__pev_poll(p, later))
             return 0;
@@ -178,7 +187,7 @@ void convoy__stream_wait(convoy__pipe_t *p, convoy__stream_t *stream, convoy__pe
      * needs (slow, and only when the device is out of resources). */
     convoy__log_warn("%s: a stream wait could not be queued (%s); waiting on the host",
                      p->dev->name, convoy_last_error(NULL));
-    convoy__pev_imply(e, NULL); /* quiet and not yet proven by a later one: asked itself */
+    convoy__pev_ask_itself(p, e); /* not through a later event, which may be a long launch */
     while (!convoy__pev_poll(p, e))
         convoy__sleep_until_ns(convoy__now_ns() + 20000);
 }

@@ -31,7 +31,8 @@ typedef struct convoy__pev {
     int traced;
     int quiet; /* recorded quiet (device.h) and not yet resolved: polled through
                   implied_by, pending until that is named (convoy__pev_imply) */
-    struct convoy__pev *implied_by; /* quiet: a later event of its stream (one reference) */
+    struct convoy__pev *implied_by; /* quiet: an event after it on its stream, or on a
+                                       stream that waited for it (one reference) */
     struct convoy__pev *next;       /* the free list */
 } convoy__pev_t;
 
@@ -314,6 +315,9 @@ void convoy__pev_imply(convoy__pev_t *e, convoy__pev_t *later);
  * events are left to their polls: a device whose errors are not sticky reports a failure
  * only at its own stream's next event. */
 void convoy__pev_proven(convoy__pipe_t *p, convoy__pev_t *e);
+/* e is asked of the device itself from now on, not through a later event (a host wait,
+ * which should end when e does, not when the event implying it does). */
+void convoy__pev_ask_itself(convoy__pipe_t *p, convoy__pev_t *e);
 /* Wait until everything enqueued on stream has run; CONVOY_SUCCESS when it all did
  * without error. The last resort when no event can be recorded: nothing enqueued is
  * ever abandoned in flight. */

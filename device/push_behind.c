@@ -17,10 +17,13 @@
  * writer yet), no other pushout of the datum in flight (it could land after this one),
  * and a copy written in place: a fresh buffer means the copy here is the datum's only
  * newest version, which a flush-all could push home while this one flies. A device error not known
- * at the launch stops the stream's later work on a GPU (the context's error is sticky), and on sim
- * an inline launch runs only once the stream's earlier work has run, so its failures are known
- * here. A pushout that fails leaves the version dirty on the device, as any pushout does: the
- * member still succeeds.
+ * at the launch stops the stream's later work on a GPU (the context's error is sticky; sim's
+ * sim_sticky_errors likewise runs nothing after a fault), so these copies never run. Where
+ * errors are not sticky, the stage-in's events are not quiet and are asked here: on sim an
+ * inline launch runs only once the stream's earlier work has run, so its failures are known.
+ * A quiet event not yet proven polls as pending (pipeline.c) and is not asked. A pushout that
+ * fails leaves the version dirty on the device, as any pushout does: the member still
+ * succeeds.
  */
 #include "config.h"
 
@@ -28,9 +31,10 @@
 
 #include "device/pipeline_impl.h"
 
-/* The events one convoy__push_behind found still pending: each is asked once. A query
+/* The events one convoy__push_behind found still pending: each is polled once. A query
  * costs 1.4-1.7 us on the H200 host (doc/results.md, 2026-12-01), and a ring's members
- * share their stage-in's events, which are usually still pending at the launch. */
+ * share their stage-in's events, which are usually still pending at the launch (and
+ * quiet, on a device whose errors are sticky: pending without a query). */
 typedef struct pending {
     const convoy__pev_t *ev[8];
     int n;

@@ -299,7 +299,10 @@ static int make_groups(convoy__ring_t *r)
      * 26 KiB for each ring of 256, which has one group). */
     r->groups = calloc((size_t)(CONVOY__MIN(n, r->nin) + 1), sizeof(convoy__group_t));
     int *key = malloc((size_t)n * sizeof(int)); /* -1 for group 0, else the split sub */
-    if (r->order == NULL || r->groups == NULL || key == NULL) {
+    /* Without in_split no one knows which stream a submission went on, so which event
+     * covers a member's inputs: out of host memory as much as the others. */
+    if (r->order == NULL || r->groups == NULL || key == NULL ||
+        (r->nin > 0 && r->in_split == NULL)) {
         free(key);
         return -1;
     }

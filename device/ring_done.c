@@ -60,7 +60,9 @@ static const char *fail_text(const convoy__ring_t *r, const convoy__member_t *m,
     return buf;
 }
 
-/* Did the device report an error for anything m needed? */
+/* Did the device report an error for anything m needed? An event not polled (a quiet
+ * in_ev proven through the launch is, only when that failed) reads as no error here;
+ * on a device whose errors are sticky the launch's own event then carries it. */
 static int device_error(const convoy__ring_t *r, const convoy__member_t *m)
 {
     if (r->groups == NULL)

@@ -492,13 +492,20 @@ static int await_flag(atomic_int *flag, double s)
  * launch is over, not once the earlier ring's is: on a device whose errors are sticky
  * that stage-in's event is quiet, proven through the earlier ring's launch (here a
  * chore that runs until the test releases it), and the later launch's stream waited for
- * it (device/ring_done.c, convoy__pev_proven). */
+ * it (device/ring_done.c, convoy__pev_proven). In loops 2 and 3 the device refuses every
+ * stream wait after the earlier ring's, so the host waits for that stage-in before the
+ * later launch, asking its event itself (convoy__pev_ask_itself), not the earlier ring's
+ * launch: before, the later ring could not launch until that ended. */
 START_TEST(test_shared_input_not_held_by_slow_launch)
 {
     tu_pset_t ps;
-    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_sim(&ps, g_scheds[_i % 2]);
     tu_ps_set(&ps, "sim_sticky_errors", "1");
     tu_ps_set(&ps, "batch_max_wait_us", "0");
+    if (_i >= 2) {
+        tu_ps_set(&ps, "sim_fail_stream_wait", "2");
+        tu_ps_set(&ps, "sim_fail_stream_waits", "1000000000");
+    }
     convoy_context_t *ctx = tu_init(ps.kv);
     atomic_store(&slow_running, 0);
     atomic_store(&slow_release, 0);
@@ -548,7 +555,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_progress_profile_line, 0, 2);
     tc = tu_tcase(s, "order", 30);
     tcase_add_loop_test(tc, test_next_ring_before_completions, 0, 2);
-    tcase_add_loop_test(tc, test_shared_input_not_held_by_slow_launch, 0, 2);
+    tcase_add_loop_test(tc, test_shared_input_not_held_by_slow_launch, 0, 4);
     return s;
 }
 

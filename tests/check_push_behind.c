@@ -480,9 +480,45 @@ START_TEST(quiet_stage_in_proven_by_launch)
 {
     /* Proves: with nothing to push behind its launch (no successor, no wait pending), a
      * ring's stage-in is still recorded quiet on a device whose errors are sticky, and
-     * learnt over through the launch's event: no quiet event is asked, nothing fails. */
+     * proven by the launch's event, with no event of its own: one ring of all N records
+     * two events (its one stage-in submission's, quiet, and the launch's), no quiet event
+     * is asked, nothing fails. */
     world_t w;
-    world_open(&w, 1, (const char *const[]){"sim_sticky_errors", "1", NULL});
+    world_open(&w, 1,
+               (const char *const[]){"sim_sticky_errors", "1", "batch_idle_close", "0",
+                                     "batch_max_wait_us", "1e7", NULL});
+    insert_all(&w, NULL, 0);
+    atomic_store(&gate_open, 1);
+    await_completed(&w, N + 1);
+    convoy__sim_counters_t c = sim_counters(&w);
+    ck_assert_uint_eq(c.records, 2);
+    ck_assert_uint_eq(c.quiet_records, 1);
+    ck_assert_uint_eq(c.quiet_queries, 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    close_all_home(&w);
+}
+END_TEST
+
+/* The world of the split tests: producers' 8 KiB inputs travel alone (split), the
+ * gate's 64 bytes in the ring's one small submission; sticky errors; extra presets. */
+static void world_open_split(world_t *w, const char *const *extra)
+{
+    const char *kv[16] = {"sim_sticky_errors", "1", "batch_split_bytes", "4096"};
+    int n = 4;
+    for (int i = 0; extra != NULL && extra[i] != NULL && n < 14; i++)
+        kv[n++] = extra[i];
+    kv[n] = NULL;
+    world_open(w, 1, kv);
+}
+
+START_TEST(quiet_stage_in_with_split_groups)
+{
+    /* Proves: a ring whose members each need a split (large) copy, launched from the host
+     * once it lands, has its small stage-in (the gate's) recorded quiet and proven by an
+     * event as usual behind it, not by another group's launch: every member runs, and no
+     * quiet event is asked itself. No successors, no wait: no launch event is quiet. */
+    world_t w;
+    world_open_split(&w, NULL);
     insert_all(&w, NULL, 0);
     atomic_store(&gate_open, 1);
     await_completed(&w, N + 1);
@@ -490,30 +526,34 @@ START_TEST(quiet_stage_in_proven_by_launch)
     ck_assert_uint_ge(c.quiet_records, 1);
     ck_assert_uint_eq(c.quiet_queries, 0);
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
-    close_all_home(&w);
-}
-END_TEST
-
-START_TEST(quiet_stage_in_with_split_groups)
-{
-    /* Proves: a ring whose members each need a split (large) copy, launched from the host
-     * once it lands, has its small stage-in (the gate's) recorded quiet and proven by an
-     * event as usual behind it, not by another group's launch: every member runs, every
-     * successor reads the new version, and no quiet event is asked itself. */
-    world_t w;
-    world_open(&w, 1,
-               (const char *const[]){"sim_sticky_errors", "1", "batch_split_bytes", "4096", NULL});
-    insert_all(&w, NULL, 1);
-    atomic_store(&gate_open, 1);
-    await_looks();
-    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
-    convoy__sim_counters_t c = sim_counters(&w);
-    ck_assert_uint_ge(c.quiet_records, 1);
-    ck_assert_uint_eq(c.quiet_queries, 0);
     convoy_stats_t s;
     convoy_get_stats(w.ctx, &s);
     ck_assert_uint_gt(s.split_copies, 0);
     ck_assert_uint_eq(s.tasks_failed, 0);
+    close_all_home(&w);
+}
+END_TEST
+
+START_TEST(quiet_stage_in_asked_without_stand_in)
+{
+    /* Proves: when no event can be recorded behind a ring's quiet stage-in (every record
+     * after the first fails: the split copies and the launches are proven over by stream
+     * waits), it is asked itself: the split groups launch once it has landed, nothing
+     * hangs or fails, and every output comes home. */
+    world_t w;
+    world_open_split(&w, (const char *const[]){"sim_fail_record", "2", "sim_fail_records",
+                                               "1000000000", "batch_idle_close", "0",
+                                               "batch_max_wait_us", "1e7", NULL});
+    insert_all(&w, NULL, 0);
+    atomic_store(&gate_open, 1);
+    await_completed(&w, N + 1);
+    convoy__sim_counters_t c = sim_counters(&w);
+    ck_assert_uint_eq(c.quiet_records, 1);
+    ck_assert_uint_ge(c.quiet_queries, 1);
+    convoy_stats_t s;
+    convoy_get_stats(w.ctx, &s);
+    ck_assert_uint_eq(s.tasks_failed, 0);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
     close_all_home(&w);
 }
 END_TEST
@@ -533,6 +573,7 @@ static Suite *suite(void)
     tcase_add_test(tc, quiet_launch_event_without_pushout_event);
     tcase_add_test(tc, quiet_stage_in_proven_by_launch);
     tcase_add_test(tc, quiet_stage_in_with_split_groups);
+    tcase_add_test(tc, quiet_stage_in_asked_without_stand_in);
     return s;
 }
 

@@ -435,6 +435,8 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->fail_record = convoy__param_int(p, "sim_fail_record");
     dev->fail_records = convoy__param_int(p, "sim_fail_records");
     dev->fail_sync = convoy__param_int(p, "sim_fail_sync");
+    dev->fail_wait = convoy__param_int(p, "sim_fail_stream_wait");
+    dev->fail_waits = convoy__param_int(p, "sim_fail_stream_waits");
     dev->fail_every = convoy__param_int(p, "sim_fail_every");
     dev->fail_async = convoy__param_int(p, "sim_fail_async");
     dev->fail_async_home = convoy__param_int(p, "sim_fail_async_home");

@@ -41,6 +41,7 @@ typedef struct convoy__sim_counters {
     uint64_t alloc_failures; /* mem_alloc calls that failed: full, or injected */
     size_t bytes_in_use;     /* device memory allocated and not yet freed */
     size_t peak_bytes;       /* the most bytes_in_use has been */
+    uint64_t records;        /* events recorded, quiet ones included */
     uint64_t quiet_records;  /* events recorded quiet (event_record_quiet) */
     uint64_t quiet_queries;  /* queries of an event whose latest record was quiet */
 } convoy__sim_counters_t;
@@ -161,6 +162,7 @@ struct convoy__sim_dev {
     int64_t fail_submitted, fail_alloc, fail_launch, fail_every;
     int64_t fail_record, fail_records; /* records fail from the fail_record-th, this many */
     int64_t fail_sync;                 /* the n-th stream_sync fails */
+    int64_t fail_wait, fail_waits;     /* stream waits fail from the fail_wait-th, this many */
     int64_t fail_async;                /* the n-th copy submission fails when run */
     int64_t fail_async_home;           /* the n-th submission device to host, likewise */
     int sticky;                        /* sim_sticky_errors */
@@ -169,6 +171,7 @@ struct convoy__sim_dev {
     _Atomic uint64_t quiet_queries;    /* counters.quiet_queries, counted without the lock */
     uint64_t nsyncs;                   /* stream_sync calls so far (under lock) */
     uint64_t nevent_records;           /* event records so far (under lock) */
+    uint64_t nstream_waits;            /* stream_wait_event calls so far (under lock) */
 
     pthread_mutex_t lock;     /* guards every field below and all streams and events */
     pthread_cond_t exec_cond; /* streams blocked on another stream's event sleep here */

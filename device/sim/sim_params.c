@@ -57,6 +57,13 @@ const convoy__param_def_t convoy__sim_params[] = {
     {.name = "sim_fail_records", .type = CONVOY__PARAM_INT, .def = "1", .min = 1,
      .max = 2147483647.0,
      .doc = "how many event records fail in a row from sim_fail_record"},
+    {.name = "sim_fail_stream_wait", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
+     .max = 2147483647.0,
+     .doc = "fault injection: stream waits for an event fail from the n-th on "
+            "(sim_fail_stream_waits of them); 0: off"},
+    {.name = "sim_fail_stream_waits", .type = CONVOY__PARAM_INT, .def = "1", .min = 1,
+     .max = 2147483647.0,
+     .doc = "how many stream waits fail in a row from sim_fail_stream_wait"},
     {.name = "sim_fail_sync", .type = CONVOY__PARAM_INT, .def = "0", .min = 0,
      .max = 2147483647.0,
      .doc = "fault injection: the n-th stream_sync (waiting for a stream when no event can be "

@@ -483,6 +483,7 @@ static convoy_status_t sim_event_op(convoy__sim_dev_t *dev, convoy__sim_stream_t
         atomic_store_explicit(&ev->done_at, UINT64_MAX, memory_order_relaxed);
         atomic_store_explicit(&ev->failed, 0, memory_order_relaxed);
         atomic_store_explicit(&ev->quiet, quiet, memory_order_relaxed);
+        dev->counters.records++;
         dev->counters.quiet_records += (uint64_t)quiet;
     } else if (ev->gen == 0) {
         pthread_mutex_unlock(&dev->lock); /* never recorded: nothing to wait for */
@@ -549,7 +550,17 @@ convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__strea
     convoy__sim_stream_t *s = sim_stream(stream);
     convoy__sim_event_t *ev = sim_event(event);
     convoy_status_t st = sim_check_pair(dev, "stream_wait_event", s, ev);
-    return st != CONVOY_SUCCESS ? st : sim_event_op(dev, s, ev, CONVOY__SIM_OP_WAIT, 0);
+    if (st != CONVOY_SUCCESS)
+        return st;
+    pthread_mutex_lock(&dev->lock);
+    uint64_t n = ++dev->nstream_waits;
+    pthread_mutex_unlock(&dev->lock);
+    if (dev->fail_wait > 0 && n >= (uint64_t)dev->fail_wait &&
+        n < (uint64_t)dev->fail_wait + (uint64_t)dev->fail_waits)
+        return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
+                             "%s: injected failure of stream wait %llu (sim_fail_stream_wait)",
+                             d->name, (unsigned long long)n);
+    return sim_event_op(dev, s, ev, CONVOY__SIM_OP_WAIT, 0);
 }
 
 /* 1 once the stream has executed the latest record and the clock has reached its
