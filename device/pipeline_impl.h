@@ -68,6 +68,9 @@ typedef struct convoy__member {
     uint32_t fresh_kept; /* flows whose fresh buffer a transfer may still write: kept out
                             of use for good (convoy__member_keep_fresh), never freed */
     uint16_t pushed;     /* flows whose written version left for home behind its launch */
+    uint32_t filled;     /* flows whose fresh buffer a copy on the device fills */
+    int16_t fill_sub[CONVOY_MAX_FLOWS]; /* filled flows: the stage-in submission that
+                                           carries the copy (read only where filled) */
 } convoy__member_t;
 
 /* Start member m for task t of nflows flows: its state zeroed, but of its per-flow arrays
@@ -88,6 +91,7 @@ static inline void convoy__member_init(convoy__member_t *m, convoy__task_t *t, i
     m->completed = 0;
     m->fresh_kept = 0;
     m->pushed = 0;
+    m->filled = 0;
     for (int f = 0; f < nflows; f++)
         m->fresh[f] = NULL;
 }

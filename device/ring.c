@@ -241,6 +241,14 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
                 for (int f = 0; f < r->cls->nflows; f++)
                     if (m->fresh[f] == s.copies[k].dst)
                         convoy__member_keep_fresh(p, m, f);
+            } else if (!s.failed[k]) {
+                /* Whether it ran without error only its submission's event says, on a
+                 * device whose errors are not sticky: finish_member asks it. */
+                for (int f = 0; f < r->cls->nflows; f++)
+                    if (m->fresh[f] == s.copies[k].dst) {
+                        m->filled |= 1u << f;
+                        m->fill_sub[f] = (int16_t)s.sub_of[k];
+                    }
             }
             m->in_need = CONVOY__MAX(m->in_need, s.sub_of[k]);
             continue;

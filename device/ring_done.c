@@ -110,14 +110,23 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
             return 0;
         if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
             return 0;
+        if (((m->filled >> f) & 1) && !convoy__pev_poll(p, r->in_subs[m->fill_sub[f]]))
+            return 0;
     }
     if (m->fail == MEMBER_OK && m->rc != 0)
         convoy__member_fail(m, MEMBER_FAIL_CHORE, 0);
     /* A copy whose stage-in failed when it ran holds garbage, whatever the group's last
-     * stage-in event says (a device may report an error at the next event only). */
+     * stage-in event says (a device may report an error at the next event only), and so
+     * does a fresh buffer whose fill failed (before, nothing asked: the task succeeded
+     * on an unfilled buffer, tests/check_pipeline_faults test_fail_async_fresh_fill). */
     int bad_arrival = 0;
-    for (int f = 0; f < m->ncopies; f++)
+    for (int f = 0; f < m->ncopies; f++) {
         bad_arrival |= m->copy[f]->arrival != NULL && m->copy[f]->arrival->failed;
+        if ((m->filled >> f) & 1) {
+            const convoy__pev_t *ev = r->in_subs[m->fill_sub[f]];
+            bad_arrival |= ev != NULL && ev->failed;
+        }
+    }
     if (bad_arrival || device_error(r, m))
         convoy__member_fail(m, MEMBER_FAIL_DEVICE, 0);
     int ok = m->fail == MEMBER_OK;

@@ -247,6 +247,63 @@ START_TEST(test_fail_sync)
 }
 END_TEST
 
+/* x = 1 (flow: x, written) */
+static int set_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    ((uint32_t *)t->flows[0])[0] = 1;
+    return 0;
+}
+
+/* x += 5 (flow: x, read and written) */
+static int add_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)s;
+    ((uint32_t *)t->flows[0])[0] += 5;
+    return 0;
+}
+
+/* A copy on the device into a task's fresh buffer that fails as it runs fails the task
+ * (sim_fail_async, errors not sticky: only the next event of the stage-in's stream says
+ * so): x, set to 1 on the device by one task, then read and written there by the next
+ * (its only newest version is the device's, so the next task writes a fresh buffer
+ * filled from it), keeps 1, and convoy_wait reports the failure. Before, the group's
+ * stage-in event was never polled, the failure never seen, and x came home as whatever
+ * the unfilled buffer held plus 5. */
+START_TEST(test_fail_async_fresh_fill)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_fail_async", "1");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    convoy_access_t wm = CONVOY_WRITE, rw = CONVOY_RW;
+    convoy_class_t *set, *add;
+    ck_assert_int_eq(convoy_class_new(ctx, "set", 1, &wm, CONVOY_CLASS_BATCHABLE, &set),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(set, CONVOY_DEVICE_SIM, set_chore), 0);
+    ck_assert_int_eq(convoy_class_new(ctx, "add", 1, &rw, CONVOY_CLASS_BATCHABLE, &add),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(add, CONVOY_DEVICE_SIM, add_chore), 0);
+    uint32_t *x = convoy_host_alloc(ctx, 4096);
+    ck_assert_ptr_nonnull(x);
+    x[0] = 0;
+    convoy_data_t *dx;
+    ck_assert_int_eq(convoy_data_new(ctx, x, 4096, &dx), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_task_insert(ctx, set, NULL, 0, &dx), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, &dx), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_ERR_TASK_FAILED);
+    tu_assert_error_has(ctx, "sim0");
+    ck_assert_uint_eq(x[0], 1);
+    convoy_stats_t st;
+    convoy_get_stats(ctx, &st);
+    ck_assert_uint_eq(st.tasks_failed, 1);
+    ck_assert_uint_eq(st.d2d_copies, 1);
+    convoy_data_free(dx);
+    convoy_host_free(ctx, x);
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pipeline faults");
@@ -258,6 +315,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_fail_record_retried, 0, 2);
     tcase_add_loop_test(tc, test_fail_record_forever, 0, 2);
     tcase_add_loop_test(tc, test_fail_sync, 0, 2);
+    tcase_add_loop_test(tc, test_fail_async_fresh_fill, 0, 2);
     return s;
 }
 
