@@ -77,9 +77,10 @@ typedef struct convoy__device_ops {
                                     convoy__stream_t *stream);
     /* Optional: record without what makes a query cheap (CUDA: the flag's write, which
      * costs the H200 host about 2 us of a 2.4 us record). The pipeline records one only
-     * where a later event of the same stream, recorded as usual, will be polled instead,
-     * on a device with errors_sticky; it is queried only if that later one failed or
-     * could not be recorded. */
+     * on a device with errors_sticky, where a later event that proves it (after it on
+     * its stream, or on a stream that waited for it) will be polled instead; it is
+     * queried itself only where that one failed or could not be recorded, or the host
+     * must wait for it alone. */
     convoy_status_t (*event_record_quiet)(convoy__device_t *dev, convoy__event_t *event,
                                           convoy__stream_t *stream);
     /* 1 when complete, 0 when not yet, negative when the work before it failed. */

@@ -290,9 +290,10 @@ int convoy__ring_progress(convoy__pipe_t *p, convoy__ring_t *r, int *finished_p)
              * not traced again. */
             int over = convoy__pev_poll(p, g->exec_ev), push_failed = 0;
             /* Its stream waited for each member's waits: with the launch over without
-             * error, a quiet one among them (an earlier ring's stage-in, proven through
-             * that ring's launch, which may run long) is over too. */
-            int waited = over && g->exec_ev != NULL && !g->exec_ev->failed;
+             * error (its event, or a sync of its stream: no event, tasks not held), a
+             * quiet one among them (an earlier ring's stage-in, proven through that
+             * ring's launch, which may run long) is over too. */
+            int waited = over && (g->exec_ev != NULL ? !g->exec_ev->failed : !g->tasks_held);
             if (p->ctx->trace != NULL && g->traced_steps < 2)
                 trace_steps(p, r, g);
             /* Its members complete with their pushouts behind it over (push_behind.c). */

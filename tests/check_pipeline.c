@@ -495,16 +495,21 @@ static int await_flag(atomic_int *flag, double s)
  * it (device/ring_done.c, convoy__pev_proven). In loops 2 and 3 the device refuses every
  * stream wait after the earlier ring's, so the host waits for that stage-in before the
  * later launch, asking its event itself (convoy__pev_ask_itself), not the earlier ring's
- * launch: before, the later ring could not launch until that ended. */
+ * launch: before, the later ring could not launch until that ended. In loops 4 and 5
+ * no event can be recorded after the later launch, so it is proven over by a sync of its
+ * stream, which proves its waits as well. */
 START_TEST(test_shared_input_not_held_by_slow_launch)
 {
     tu_pset_t ps;
     tu_ps_sim(&ps, g_scheds[_i % 2]);
     tu_ps_set(&ps, "sim_sticky_errors", "1");
     tu_ps_set(&ps, "batch_max_wait_us", "0");
-    if (_i >= 2) {
+    if (_i / 2 == 1) {
         tu_ps_set(&ps, "sim_fail_stream_wait", "2");
         tu_ps_set(&ps, "sim_fail_stream_waits", "1000000000");
+    } else if (_i / 2 == 2) {
+        tu_ps_set(&ps, "sim_fail_record", "3");   /* the stage-in's is 1, the slow launch's 2 */
+        tu_ps_set(&ps, "sim_fail_records", "21"); /* the fast launch's, retries included */
     }
     convoy_context_t *ctx = tu_init(ps.kv);
     atomic_store(&slow_running, 0);
@@ -526,12 +531,14 @@ START_TEST(test_shared_input_not_held_by_slow_launch)
     ck_assert_int_eq(await_flag(&slow_running, 10), 1);
     convoy_task_opts_t opts = {.done = fast_done_cb};
     ck_assert_int_eq(convoy_task_insert_ex(ctx, fast, NULL, 0, &dx, &opts), CONVOY_SUCCESS);
-    int done = await_flag(&fast_done, 3); /* the slow chore runs on meanwhile */
+    int done = await_flag(&fast_done, 10); /* the slow chore runs on meanwhile */
     atomic_store(&slow_release, 1);
     ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
     convoy__sim_counters_t c;
     convoy__sim_get_counters(convoy__ctx_accel(ctx, 0), &c);
     ck_assert_uint_ge(c.quiet_records, 1);
+    if (_i / 2 == 1) /* the host waited for the stage-in, asking it */
+        ck_assert_uint_ge(c.quiet_queries, 1);
     ck_assert_msg(done == 1, "the fast task's outcome was %d while the slow launch ran", done);
     convoy_data_free(dx);
     convoy_host_free(ctx, x);
@@ -555,7 +562,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_progress_profile_line, 0, 2);
     tc = tu_tcase(s, "order", 30);
     tcase_add_loop_test(tc, test_next_ring_before_completions, 0, 2);
-    tcase_add_loop_test(tc, test_shared_input_not_held_by_slow_launch, 0, 4);
+    tcase_add_loop_test(tc, test_shared_input_not_held_by_slow_launch, 0, 6);
     return s;
 }
 

@@ -537,8 +537,8 @@ END_TEST
 START_TEST(quiet_stage_in_asked_without_stand_in)
 {
     /* Proves: when no event can be recorded behind a ring's quiet stage-in (every record
-     * after the first fails: the split copies and the launches are proven over by stream
-     * waits), it is asked itself: the split groups launch once it has landed, nothing
+     * after the first fails: the split copies and the launches are proven over by syncs
+     * of their streams), it is asked itself: the split groups launch once it has landed, nothing
      * hangs or fails, and every output comes home. */
     world_t w;
     world_open_split(&w, (const char *const[]){"sim_fail_record", "2", "sim_fail_records",
