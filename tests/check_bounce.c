@@ -248,6 +248,31 @@ START_TEST(test_intact_and_fused)
 }
 END_TEST
 
+START_TEST(test_bounced_stage_in_not_quiet)
+{
+    /* Proves: on a device whose errors are sticky, a stage-in submission that carries a
+     * bounce block is recorded as usual, not quiet (its block is reaped on its own event,
+     * which a quiet one's proof, the ring's launch, could hold back as long as a chore
+     * runs), and everything arrives intact; with bouncing off (_i = 1) the same stage-in
+     * is quiet. No launch here is quiet: nothing is pushed behind a launch on sim unless
+     * it runs its chores inline. */
+    const char *extra[] = {"pageable_bounce", _i ? "off" : "on", "sim_sticky_errors", "1", NULL};
+    world_t w;
+    world_open(&w, extra, MAXT, eight_k);
+    insert_and_settle(&w, 0, MAXT);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    for (int t = 0; t < MAXT; t++)
+        ck_assert_int_eq(out_state(&w, t), 1);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(convoy__ctx_accel(w.ctx, 0), &c);
+    if (_i)
+        ck_assert_uint_ge(c.quiet_records, 1);
+    else
+        ck_assert_uint_eq(c.quiet_records, 0);
+    world_close(&w);
+}
+END_TEST
+
 START_TEST(test_blocks_reused_after_landing)
 {
     /* Proves: blocks are reused only once the device has read or filled them: 64 tasks
@@ -574,6 +599,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_intact_and_fused, 0, 5);
     tcase_add_loop_test(tc, test_bounds_keep_direct, 0, 2);
     tcase_add_test(tc, test_blocks_reused_after_landing);
+    tcase_add_loop_test(tc, test_bounced_stage_in_not_quiet, 0, 2);
     tcase_add_test(tc, test_stage_in_failure);
     tcase_add_test(tc, test_pushout_failure);
     tcase_add_loop_test(tc, test_failures_when_run, 0, 4);
