@@ -44,6 +44,7 @@ EXTRA_DIST += \
 	doc/results/h200-2026-12-04-h.log \
 	doc/results/h200-2026-12-04.log \
 	doc/results/host-2026-12-04-night.log \
+	doc/results/h200-2026-12-05.log \
 	doc/results/host-2026-12-05.log \
 	doc/results/h200-2026-12-01-run2-bench.log \
 	doc/results/h200-2026-12-01-run3-bench.log \
