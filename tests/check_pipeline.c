@@ -546,6 +546,90 @@ START_TEST(test_shared_input_not_held_by_slow_launch)
 }
 END_TEST
 
+static atomic_int split_done;
+
+/* Slow when its task's argument says so, else at once. */
+static int maybe_slow_chore(const convoy_task_view_t *t, void *s)
+{
+    return *(const int *)t->args ? slow_chore(t, s) : 0;
+}
+
+static void split_done_cb(void *arg, uint64_t id, convoy_status_t outcome, const char *msg)
+{
+    (void)arg;
+    (void)id;
+    (void)msg;
+    atomic_fetch_add(&split_done, outcome == CONVOY_SUCCESS ? 1 : 1000);
+}
+
+/* In a ring of group 0 (members with small inputs only, whose chores run until the test
+ * releases them) and split groups (members with a large input, launched from the host
+ * once it and the ring's small inputs have landed), the split groups run and complete
+ * while group 0's launch still runs: on a device whose errors are sticky the ring's
+ * small stage-in is quiet and proven by an event recorded as usual behind it, not by
+ * group 0's launch (device/ring.c, imply_stage_in), which would hold the split groups'
+ * launches until it ended. */
+START_TEST(test_split_groups_not_held_by_group_zero)
+{
+    enum { T = 6 }; /* 3 split groups: each on its own execute stream, none on group 0's */
+    tu_pset_t ps;
+    tu_ps_sim(&ps, "batch");
+    tu_ps_set(&ps, "sim_sticky_errors", "1");
+    tu_ps_set(&ps, "batch_split_bytes", "4096");
+    tu_ps_setf(&ps, "batch_max_tasks", "%d", T);
+    tu_ps_set(&ps, "batch_max_wait_us", "1e7");
+    tu_ps_set(&ps, "batch_idle_close", "0");
+    convoy_context_t *ctx = tu_init(ps.kv);
+    atomic_store(&slow_running, 0);
+    atomic_store(&slow_release, 0);
+    atomic_store(&split_done, 0);
+    convoy_access_t m[2] = {CONVOY_READ, CONVOY_WRITE};
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(ctx, "mixed", 2, m, CONVOY_CLASS_BATCHABLE, &cls),
+                     CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_SIM, maybe_slow_chore), 0);
+    void *buf[T][2];
+    convoy_data_t *d[T][2];
+    for (int t = 0; t < T; t++) {
+        size_t in_bytes = t % 2 ? 2048 : 8192; /* odd: small, group 0; even: split */
+        buf[t][0] = convoy_host_alloc(ctx, in_bytes);
+        buf[t][1] = convoy_host_alloc(ctx, 64);
+        ck_assert(buf[t][0] != NULL && buf[t][1] != NULL);
+        ck_assert_int_eq(convoy_data_new(ctx, buf[t][0], in_bytes, &d[t][0]), CONVOY_SUCCESS);
+        ck_assert_int_eq(convoy_data_new(ctx, buf[t][1], 64, &d[t][1]), CONVOY_SUCCESS);
+    }
+    for (int t = 0; t < T; t++) {
+        int slow = t % 2;
+        convoy_task_opts_t opts = {.done = slow ? NULL : split_done_cb};
+        ck_assert_int_eq(convoy_task_insert_ex(ctx, cls, &slow, sizeof(slow), d[t], &opts),
+                         CONVOY_SUCCESS);
+    }
+    ck_assert_int_eq(await_flag(&slow_running, 10), 1);
+    double limit = 10.0 * tu_slowdown();
+    struct timespec ms = {0, 1000000};
+    for (double w = 0; w < limit && atomic_load(&split_done) < T / 2; w += 1e-3)
+        nanosleep(&ms, NULL);
+    int done = atomic_load(&split_done);
+    atomic_store(&slow_release, 1);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    convoy_stats_t st;
+    convoy_get_stats(ctx, &st);
+    convoy__sim_counters_t c;
+    convoy__sim_get_counters(convoy__ctx_accel(ctx, 0), &c);
+    ck_assert_uint_eq(st.rings, 1);
+    ck_assert_uint_eq(st.split_copies, T / 2);
+    ck_assert_uint_ge(c.quiet_records, 1);
+    ck_assert_msg(done == T / 2, "%d of the %d split members completed while group 0 ran", done,
+                  T / 2);
+    for (int t = 0; t < T; t++)
+        for (int f = 0; f < 2; f++) {
+            convoy_data_free(d[t][f]);
+            convoy_host_free(ctx, buf[t][f]);
+        }
+    convoy_fini(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pipeline");
@@ -563,6 +647,7 @@ static Suite *suite(void)
     tc = tu_tcase(s, "order", 30);
     tcase_add_loop_test(tc, test_next_ring_before_completions, 0, 2);
     tcase_add_loop_test(tc, test_shared_input_not_held_by_slow_launch, 0, 6);
+    tcase_add_test(tc, test_split_groups_not_held_by_group_zero);
     return s;
 }
 
