@@ -94,9 +94,7 @@ void convoy__pev_proven(convoy__pipe_t *p, convoy__pev_t *e)
 {
     if (e == NULL || e->done || !e->quiet)
         return;
-    convoy__pev_put(p, e->implied_by);
-    e->implied_by = NULL;
-    e->quiet = 0;
+    convoy__pev_ask_itself(p, e);
     e->done = 1;
 }
 

@@ -97,6 +97,13 @@ static int write_behind(const convoy__pipe_t *p, const convoy__member_t *m, int 
     return *leaf;
 }
 
+/* The event of the stage-in submission that filled m's fresh buffer of flow f on the
+ * device, or NULL (no such copy, or it has no event). */
+static convoy__pev_t *fill_event(const convoy__ring_t *r, const convoy__member_t *m, int f)
+{
+    return (m->filled >> f) & 1 ? r->in_subs[m->fill_sub[f]] : NULL;
+}
+
 /* Complete a member whose events have all been seen; returns 0 when it must wait longer
  * (a copy it holds is still arriving for another member, or a pushout home still reads
  * a copy it wrote in place). A fresh buffer it wrote replaces a copy whose pushout is in
@@ -110,7 +117,7 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
             return 0;
         if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
             return 0;
-        if (((m->filled >> f) & 1) && !convoy__pev_poll(p, r->in_subs[m->fill_sub[f]]))
+        if (!convoy__pev_poll(p, fill_event(r, m, f)))
             return 0;
     }
     if (m->fail == MEMBER_OK && m->rc != 0)
@@ -121,11 +128,9 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
      * on an unfilled buffer, tests/check_pipeline_faults test_fail_async_fresh_fill). */
     int bad_arrival = 0;
     for (int f = 0; f < m->ncopies; f++) {
+        const convoy__pev_t *fill = fill_event(r, m, f);
         bad_arrival |= m->copy[f]->arrival != NULL && m->copy[f]->arrival->failed;
-        if ((m->filled >> f) & 1) {
-            const convoy__pev_t *ev = r->in_subs[m->fill_sub[f]];
-            bad_arrival |= ev != NULL && ev->failed;
-        }
+        bad_arrival |= fill != NULL && fill->failed;
     }
     if (bad_arrival || device_error(r, m))
         convoy__member_fail(m, MEMBER_FAIL_DEVICE, 0);

@@ -192,6 +192,15 @@ static void await_completed(const world_t *w, uint64_t n)
     ck_assert_uint_eq(s.tasks_completed, n);
 }
 
+/* The gate and N producers with no successors, run to completion with no wait pending
+ * (nothing goes home behind a launch). */
+static void run_without_successors(world_t *w)
+{
+    insert_all(w, NULL, 0);
+    atomic_store(&gate_open, 1);
+    await_completed(w, N + 1);
+}
+
 static uint64_t internal_tasks(const world_t *w)
 {
     return atomic_load(&w->ctx->next_internal_id);
@@ -487,9 +496,7 @@ START_TEST(quiet_stage_in_proven_by_launch)
     world_open(&w, 1,
                (const char *const[]){"sim_sticky_errors", "1", "batch_idle_close", "0",
                                      "batch_max_wait_us", "1e7", NULL});
-    insert_all(&w, NULL, 0);
-    atomic_store(&gate_open, 1);
-    await_completed(&w, N + 1);
+    run_without_successors(&w);
     convoy__sim_counters_t c = sim_counters(&w);
     ck_assert_uint_eq(c.records, 2);
     ck_assert_uint_eq(c.quiet_records, 1);
@@ -519,9 +526,7 @@ START_TEST(quiet_stage_in_with_split_groups)
      * quiet event is asked itself. No successors, no wait: no launch event is quiet. */
     world_t w;
     world_open_split(&w, NULL);
-    insert_all(&w, NULL, 0);
-    atomic_store(&gate_open, 1);
-    await_completed(&w, N + 1);
+    run_without_successors(&w);
     convoy__sim_counters_t c = sim_counters(&w);
     ck_assert_uint_ge(c.quiet_records, 1);
     ck_assert_uint_eq(c.quiet_queries, 0);
@@ -544,9 +549,7 @@ START_TEST(quiet_stage_in_asked_without_stand_in)
     world_open_split(&w, (const char *const[]){"sim_fail_record", "2", "sim_fail_records",
                                                "1000000000", "batch_idle_close", "0",
                                                "batch_max_wait_us", "1e7", NULL});
-    insert_all(&w, NULL, 0);
-    atomic_store(&gate_open, 1);
-    await_completed(&w, N + 1);
+    run_without_successors(&w);
     convoy__sim_counters_t c = sim_counters(&w);
     ck_assert_uint_eq(c.quiet_records, 1);
     ck_assert_uint_ge(c.quiet_queries, 1);

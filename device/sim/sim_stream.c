@@ -509,6 +509,18 @@ static convoy_status_t sim_check_pair(convoy__sim_dev_t *dev, const char *what,
     return CONVOY_SUCCESS;
 }
 
+/* Count one more call in *calls (under the lock); 1 when it is among the `count` calls
+ * from the `first`-th on that fault injection fails (first 0: none). *n_p: its number. */
+static int sim_injected(convoy__sim_dev_t *dev, uint64_t *calls, int64_t first, int64_t count,
+                        uint64_t *n_p)
+{
+    pthread_mutex_lock(&dev->lock);
+    uint64_t n = ++*calls;
+    pthread_mutex_unlock(&dev->lock);
+    *n_p = n;
+    return first > 0 && n >= (uint64_t)first && n < (uint64_t)first + (uint64_t)count;
+}
+
 static convoy_status_t sim_record(convoy__device_t *d, convoy__event_t *event,
                                   convoy__stream_t *stream, int quiet)
 {
@@ -518,11 +530,8 @@ static convoy_status_t sim_record(convoy__device_t *d, convoy__event_t *event,
     convoy_status_t st = sim_check_pair(dev, "event_record", s, ev);
     if (st != CONVOY_SUCCESS)
         return st;
-    pthread_mutex_lock(&dev->lock);
-    uint64_t n = ++dev->nevent_records;
-    pthread_mutex_unlock(&dev->lock);
-    if (dev->fail_record > 0 && n >= (uint64_t)dev->fail_record &&
-        n < (uint64_t)dev->fail_record + (uint64_t)dev->fail_records)
+    uint64_t n;
+    if (sim_injected(dev, &dev->nevent_records, dev->fail_record, dev->fail_records, &n))
         return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
                              "%s: injected failure of event record %llu (sim_fail_record)", d->name,
                              (unsigned long long)n);
@@ -552,11 +561,8 @@ convoy_status_t convoy__sim_stream_wait_event(convoy__device_t *d, convoy__strea
     convoy_status_t st = sim_check_pair(dev, "stream_wait_event", s, ev);
     if (st != CONVOY_SUCCESS)
         return st;
-    pthread_mutex_lock(&dev->lock);
-    uint64_t n = ++dev->nstream_waits;
-    pthread_mutex_unlock(&dev->lock);
-    if (dev->fail_wait > 0 && n >= (uint64_t)dev->fail_wait &&
-        n < (uint64_t)dev->fail_wait + (uint64_t)dev->fail_waits)
+    uint64_t n;
+    if (sim_injected(dev, &dev->nstream_waits, dev->fail_wait, dev->fail_waits, &n))
         return convoy__error(d->ctx, CONVOY_ERR_DEVICE,
                              "%s: injected failure of stream wait %llu (sim_fail_stream_wait)",
                              d->name, (unsigned long long)n);
