@@ -325,6 +325,9 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
         const convoy__copy_t *cp = s->copies + sub->first;
         convoy__stream_t *stream = sub->split ? large : small;
         int submitted = 0, method = CONVOY__METHOD_LOOP;
+        /* Its slice starts as its copies are submitted: the device may start them before
+         * the call returns, and a loaded host may record its event much later. */
+        uint64_t t_submit = ctx->trace != NULL ? convoy__now_ns() : 0;
         convoy_status_t rc = sub->count == 1
                                  ? dev->ops->memcpy(dev, stream, cp)
                                  : dev->ops->memcpy_multi(dev, stream, cp, sub->count, p->method,
@@ -373,7 +376,7 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
                 .pid = (int16_t)p->queue,
                 .tid = (int16_t)convoy__stream_tid(p, stream),
                 .count = sub->count,
-                .ts_ns = ev->enqueue_ns,
+                .ts_ns = t_submit,
                 .bytes = sub->bytes,
                 .ring_id = ring_id};
         }

@@ -51,7 +51,6 @@ static convoy__pev_t *pev_record(convoy__pipe_t *p, convoy__stream_t *stream, in
     e->traced = 0;
     e->quiet = quiet;
     e->implied_by = NULL;
-    e->enqueue_ns = convoy__now_ns();
     e->next = NULL;
     return e;
 }

@@ -26,7 +26,6 @@ typedef struct convoy__pev {
     int refs;
     int done;                 /* seen complete */
     int failed;               /* the device reported an error for the work before it */
-    uint64_t enqueue_ns;      /* for the trace: when the work before it was enqueued */
     convoy__trace_event_t tr; /* a submission's trace record, emitted when seen complete */
     int traced;
     int quiet; /* recorded quiet (device.h) and not yet resolved: polled through

@@ -260,10 +260,11 @@ static int read_args(parse_t *p, json_t *args, convoy__tr_event_t *ev)
                         v != NULL ? type_name(v) : "missing");
         split = json_is_true(v);
         ev->split = (uint8_t)split;
-        return 0;
+        return get_num(p, args, "args.", "queued_us", 0, 0, MAX_TIME_US, &ev->queued);
     case CONVOY__TR_LAUNCH:
         return get_int(p, args, "args.", "ring", 1, -1, INT64_MAX, &ev->ring) ||
-                       get_int(p, args, "args.", "tasks", 1, 0, INT32_MAX, &ev->count)
+                       get_int(p, args, "args.", "tasks", 1, 0, INT32_MAX, &ev->count) ||
+                       get_num(p, args, "args.", "queued_us", 0, 0, MAX_TIME_US, &ev->queued)
                    ? -1
                    : 0;
     case CONVOY__TR_CPU:

@@ -56,6 +56,8 @@ typedef struct convoy__tr_event {
     uint8_t split; /* copy events */
     int32_t pid, tid;
     double ts, dur;   /* microseconds; dur only for X */
+    double queued;    /* copy and launch events: args.queued_us, how long the work waited
+                         behind earlier work on its lane (its ts is where that ended); 0 */
     const char *name; /* owned by the trace */
     const char *cls;  /* task events: args.class (may be NULL) */
     int64_t ring;     /* -1 when none */
