@@ -33,23 +33,44 @@ void convoy__stage_free(convoy__stage_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-int convoy__stage_alloc(convoy__stage_t *s, int cap)
+int convoy__stage_get(convoy__pipe_t *p, convoy__stage_t *s, int cap)
 {
+    cap = CONVOY__MAX(cap, 1);
+    if (p->spare_stage.cap >= cap) {
+        *s = p->spare_stage;
+        p->spare_stage = (convoy__stage_t){0};
+        s->n = 0;
+        s->plan.nsubs = 0;
+        s->msg[0] = '\0';
+        return 0;
+    }
     memset(s, 0, sizeof(*s));
-    size_t c = (size_t)(cap > 0 ? cap : 1);
+    size_t c = (size_t)cap;
     s->copies = malloc(c * sizeof(*s->copies));
     s->plan.subs = malloc(c * sizeof(*s->plan.subs));
     s->sub_of = malloc(c * sizeof(int));
-    s->failed = calloc(c, 1);
-    s->subs = calloc(c, sizeof(*s->subs));
-    s->bounce = calloc(c, sizeof(*s->bounce));
-    s->bounced = calloc(c, sizeof(*s->bounced));
+    s->failed = malloc(c);
+    s->subs = malloc(c * sizeof(*s->subs));
+    s->bounce = malloc(c * sizeof(*s->bounce));
+    s->bounced = malloc(c * sizeof(*s->bounced));
     if (!s->copies || !s->plan.subs || !s->sub_of || !s->failed || !s->subs || !s->bounce ||
         !s->bounced) {
         convoy__stage_free(s);
         return -1;
     }
+    s->cap = cap;
     return 0;
+}
+
+void convoy__stage_put(convoy__pipe_t *p, convoy__stage_t *s)
+{
+    if (s->subs != NULL && s->cap > p->spare_stage.cap) {
+        convoy__stage_free(&p->spare_stage);
+        p->spare_stage = *s;
+        memset(s, 0, sizeof(*s));
+        return;
+    }
+    convoy__stage_free(s);
 }
 
 /* ---- the pinned bounce ------------------------------------------------------------ */
@@ -314,6 +335,11 @@ void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s,
     convoy_context_t *ctx = p->ctx;
     int traced_kind = stage_kind == CONVOY__STAGE_BEHIND ? CONVOY__STAGE_OUT : stage_kind;
     ctx->sched->plan(ctx->sched_state, dev, s->copies, s->n, &s->plan);
+    /* Only what this stage has is cleared (its arrays are reused: convoy__stage_get). */
+    memset(s->failed, 0, (size_t)s->n);
+    memset(s->bounced, 0, (size_t)s->n * sizeof(*s->bounced));
+    memset(s->subs, 0, (size_t)s->plan.nsubs * sizeof(*s->subs));
+    memset(s->bounce, 0, (size_t)s->plan.nsubs * sizeof(*s->bounce));
     if (!p->bounce_ready)
         bounce_setup(p);
     if (p->bounces != NULL)

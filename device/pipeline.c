@@ -670,6 +670,7 @@ void convoy__pipeline_destroy(convoy__device_t *dev)
         free(e);
     }
     convoy__ring_spares_free(p);
+    convoy__stage_free(&p->spare_stage);
     free(p);
     dev->pipeline = NULL;
 }

@@ -160,7 +160,8 @@ typedef struct convoy__ring {
     convoy__group_t *groups;
     int ngroups, open_members;
     convoy__pev_t **in_subs; /* one per stage-in submission */
-    char *in_split;          /* per stage-in submission: 1 when split */
+    char *in_split;          /* per stage-in submission: 1 when split (in in_subs' block;
+                                NULL when that could not be allocated) */
     int nin;
     convoy__devcopy_t **held; /* flush-all: the copies it pushes, one user each */
     int nheld;
@@ -230,6 +231,22 @@ typedef struct convoy__thread_usage {
     long faults;        /* page faults, minor and major */
 } convoy__thread_usage_t;
 
+/* One stage's copies (copies.c). */
+typedef struct convoy__stage {
+    convoy__copy_t *copies;
+    int n;
+    int cap; /* room in each array below: copies (tags) or submissions */
+    convoy__plan_t plan;
+    int *sub_of;  /* by tag: the submission that carries the copy */
+    char *failed; /* by tag: 1 the copy could not be enqueued; 2 it may still run, unknown */
+    convoy__pev_t **subs;
+    convoy__bounce_t **bounce; /* pushouts, by submission: its block (NULL: none), which
+                                  the caller owns after convoy__stage_issue */
+    void **bounced;            /* pushouts, by tag: where in a block the copy lands (NULL:
+                                  straight into its host memory) */
+    char msg[256];             /* the first failure */
+} convoy__stage_t;
+
 typedef struct convoy__pipe {
     convoy__device_t *dev;
     convoy_context_t *ctx;
@@ -294,6 +311,10 @@ typedef struct convoy__pipe {
         convoy__member_t *m;
         int cap;
     } spare_members[CONVOY__SPARE_MEMBERS];
+    /* A stage's arrays, for the next stage: a ring's stage-in, a group's push behind and
+     * each pushout would otherwise allocate seven and zero four of them for their
+     * largest size (in tiny_tasks ~130 instructions of memset a task, bench/host_profile). */
+    convoy__stage_t spare_stage;
 } convoy__pipe_t;
 
 /* Events (pipeline.c). */
@@ -330,22 +351,11 @@ int convoy__stream_tid(convoy__pipe_t *p, convoy__stream_t *s);
  * queue the wait, the host waits for e instead. */
 void convoy__stream_wait(convoy__pipe_t *p, convoy__stream_t *stream, convoy__pev_t *e);
 
-/* One stage's copies (copies.c). */
-typedef struct convoy__stage {
-    convoy__copy_t *copies;
-    int n;
-    convoy__plan_t plan;
-    int *sub_of;  /* by tag: the submission that carries the copy */
-    char *failed; /* by tag: 1 the copy could not be enqueued; 2 it may still run, unknown */
-    convoy__pev_t **subs;
-    convoy__bounce_t **bounce; /* pushouts, by submission: its block (NULL: none), which
-                                  the caller owns after convoy__stage_issue */
-    void **bounced;            /* pushouts, by tag: where in a block the copy lands (NULL:
-                                  straight into its host memory) */
-    char msg[256];             /* the first failure */
-} convoy__stage_t;
-
-int convoy__stage_alloc(convoy__stage_t *s, int cap);
+/* A stage with room for cap copies, from the pipe's spare arrays when they are large
+ * enough; 0, or -1 when out of host memory. Its arrays are cleared by convoy__stage_issue,
+ * for the copies and submissions it has. Give it back with convoy__stage_put. */
+int convoy__stage_get(convoy__pipe_t *p, convoy__stage_t *s, int cap);
+void convoy__stage_put(convoy__pipe_t *p, convoy__stage_t *s);
 void convoy__stage_free(convoy__stage_t *s);
 /* Plan and issue the stage's copies on small and large streams; see copies.c. */
 void convoy__stage_issue(convoy__pipe_t *p, int64_t ring_id, convoy__stage_t *s, int stage_kind,

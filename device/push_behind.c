@@ -130,7 +130,7 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
     convoy__stage_t s;
     int *who = malloc((size_t)n * sizeof(*who)); /* by tag: member index * 32 + flow */
     g->push_evs = calloc((size_t)n, sizeof(*g->push_evs));
-    if (who == NULL || g->push_evs == NULL || convoy__stage_alloc(&s, n) != 0) {
+    if (who == NULL || g->push_evs == NULL || convoy__stage_get(p, &s, n) != 0) {
         /* Out of host memory: they go home the usual way, after completion. */
         free(who);
         free(g->push_evs);
@@ -179,7 +179,7 @@ void convoy__push_behind(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *
     p->out_bytes += g->push_bytes;
     for (int j = 0; j < s.plan.nsubs; j++)
         convoy__pev_put(p, s.subs[j]);
-    convoy__stage_free(&s);
+    convoy__stage_put(p, &s);
     free(who);
 }
 

@@ -114,7 +114,7 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
     for (int i = 0; i < n && !counted; i++) /* each reaches landed() once */
         atomic_fetch_add_explicit(&copies[i]->data->pushing, 1, memory_order_relaxed);
     convoy__stage_t s;
-    if (convoy__stage_alloc(&s, n) != 0) {
+    if (convoy__stage_get(p, &s, n) != 0) {
         snprintf(msg, msg_len, "out of host memory for a pushout of %d copies", n);
         memset(ok, 0, (size_t)n);
         for (int i = 0; i < n; i++)
@@ -194,7 +194,7 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
     }
     for (int k = 0; k < s.plan.nsubs; k++)
         convoy__pev_put(p, s.subs[k]);
-    convoy__stage_free(&s);
+    convoy__stage_put(p, &s);
 }
 
 int convoy__evict_dirty(convoy__pipe_t *p, size_t want)

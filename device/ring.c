@@ -208,7 +208,7 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
     int cap = r->n * r->cls->nflows;
     convoy__stage_t s;
     slot_t *slot = malloc((size_t)cap * sizeof(*slot));
-    if (slot == NULL || convoy__stage_alloc(&s, cap) != 0) {
+    if (slot == NULL || convoy__stage_get(p, &s, cap) != 0) {
         free(slot);
         for (int i = 0; i < r->n; i++)
             convoy__member_fail(&r->m[i], MEMBER_FAIL_STAGE_IN, 0);
@@ -220,12 +220,20 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
     if (s.n > 0)
         CONVOY__PROF_SUB(p, CONVOY__SUB_ISSUE,
                          convoy__stage_issue(p, r->id, &s, CONVOY__STAGE_IN, p->in, p->in_large));
+    /* The submissions' events and whether each was split, in one block the ring keeps.
+     * Without it the stage's own array is kept, and no in_split fails the ring
+     * (make_groups). */
     r->nin = s.plan.nsubs;
-    r->in_subs = s.subs;
-    r->in_split = malloc((size_t)(r->nin > 0 ? r->nin : 1));
-    for (int k = 0; k < r->nin && r->in_split != NULL; k++)
-        r->in_split[k] = (char)s.plan.subs[k].split;
-    s.subs = NULL;
+    r->in_subs = malloc((size_t)r->nin * (sizeof(*r->in_subs) + 1) + 1);
+    if (r->in_subs != NULL) {
+        memcpy(r->in_subs, s.subs, (size_t)r->nin * sizeof(*r->in_subs));
+        r->in_split = (char *)(r->in_subs + r->nin);
+        for (int k = 0; k < r->nin; k++)
+            r->in_split[k] = (char)s.plan.subs[k].split;
+    } else {
+        r->in_subs = s.subs;
+        s.subs = NULL;
+    }
     for (int k = 0; k < s.n; k++) {
         convoy__devcopy_t *c = slot[k].copy;
         if (slot[k].member >= 0) {
@@ -283,7 +291,7 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         }
     }
     free(slot);
-    convoy__stage_free(&s);
+    convoy__stage_put(p, &s);
 }
 
 /* The event of stage-in submission k or, when none was recorded for it (synchronised, or
@@ -599,8 +607,7 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
         free(r->groups[k].launches);
         free(r->groups[k].run);
     }
-    free(r->in_subs);
-    free(r->in_split);
+    free(r->in_subs); /* in_split lies in its block */
     free(r->groups);
     free(r->order);
     free(r->held);
