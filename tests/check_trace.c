@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,6 +651,7 @@ static json_t *load_events(const char *path)
 
 typedef struct stamp_args {
     int fail;
+    int gate; /* its chore waits for stamp_open */
 } stamp_args_t;
 
 static convoy_context_t *stamp_ctx;
@@ -657,13 +659,18 @@ static convoy_class_t *stamp_reader;
 static convoy_data_t *stamp_data[4];
 static uint64_t stamp_ids[2];
 static int stamp_calls;
+static atomic_int stamp_open;
 
 static int stamp_batch(const convoy_task_view_t *const *ts, int n, void *stream)
 {
     (void)stream;
-    for (int i = 0; i < n; i++)
-        if (((const stamp_args_t *)ts[i]->args)->fail)
+    for (int i = 0; i < n; i++) {
+        const stamp_args_t *a = ts[i]->args;
+        for (int k = 0; a->gate && !atomic_load(&stamp_open) && k < 100000; k++)
+            usleep(100);
+        if (a->fail)
             convoy_task_fail(ts[i], 1);
+    }
     return 0;
 }
 
@@ -726,8 +733,11 @@ START_TEST(stamps_after_callbacks)
     convoy_class_set_chore(stamp_reader, CONVOY_DEVICE_CPU, stamp_noop);
     new_data(stamp_ctx, stamp_data, 4);
     /* The two members read what a first task writes: its completion makes them ready
-     * together, so they leave in one ring. */
-    stamp_args_t first = {0};
+     * together, so they leave in one ring. It runs once both are inserted: on a loaded
+     * machine (CI's asan phase) the first member's callback ran before the program had
+     * inserted the second, so the reader it inserted had no failing writer to follow. */
+    atomic_store(&stamp_open, 0);
+    stamp_args_t first = {.gate = 1};
     ck_assert_int_eq(convoy_task_insert(stamp_ctx, work, &first, sizeof(first), &stamp_data[2]),
                      CONVOY_SUCCESS);
     convoy_task_opts_t o = {.done = stamp_done};
@@ -737,6 +747,7 @@ START_TEST(stamps_after_callbacks)
         ck_assert_int_eq(convoy_task_insert_ex(stamp_ctx, work, &a, sizeof(a), f, &o),
                          CONVOY_SUCCESS);
     }
+    atomic_store(&stamp_open, 1);
     ck_assert_int_eq(convoy_wait(stamp_ctx), CONVOY_ERR_TASK_FAILED);
     convoy_fini(stamp_ctx);
     convoy_param_preset_clear();
