@@ -64,7 +64,9 @@ int convoy__stage_get(convoy__pipe_t *p, convoy__stage_t *s, int cap)
 
 void convoy__stage_put(convoy__pipe_t *p, convoy__stage_t *s)
 {
-    if (s->subs != NULL && s->cap > p->spare_stage.cap) {
+    /* Kept up to a full ring's stage-in: a flush of a million dirty copies is not. */
+    if (s->subs != NULL && s->cap > p->spare_stage.cap &&
+        s->cap <= CONVOY__RING_CAP * CONVOY_MAX_FLOWS) {
         convoy__stage_free(&p->spare_stage);
         p->spare_stage = *s;
         memset(s, 0, sizeof(*s));

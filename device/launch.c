@@ -216,15 +216,19 @@ void convoy__launch_started(convoy__pipe_t *p, convoy__group_t *g)
      * that found them going on or the first that found them over, never earlier than its
      * enqueue. The time is read before the poll: should the waits and the launch both end
      * between this poll and the launch's own (one pass), the slice still starts where the
-     * waiting was last seen, not at the enqueue. */
+     * waiting was last seen, not at the enqueue. A poll that finds them over reads it
+     * again: the thread may have stalled between the two, while the waits ended. */
     uint64_t now = convoy__now_ns();
+    int over = convoy__pev_poll(p, g->start_ev);
+    if (over)
+        now = convoy__now_ns();
     if (now > g->exec_ev->tr.ts_ns)
         g->exec_ev->tr.ts_ns = now;
     /* Pushouts behind it start after it on its lane (push_behind.c). */
     for (int j = 0; j < g->npush; j++)
         if (g->push_evs[j]->tr.ts_ns <= g->exec_ev->tr.ts_ns)
             g->push_evs[j]->tr.ts_ns = g->exec_ev->tr.ts_ns + 1;
-    if (!convoy__pev_poll(p, g->start_ev))
+    if (!over)
         return;
     convoy__pev_put(p, g->start_ev);
     g->start_ev = NULL;
