@@ -319,7 +319,14 @@ typedef struct convoy__pipe {
 
 /* Events (pipeline.c). */
 convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream);
-int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e);
+int convoy__pev_poll_ask(convoy__pipe_t *p, convoy__pev_t *e);
+/* 1 when the work before e is over (NULL: nothing to wait for). Inline for the events
+ * already seen over, which are most: a ring's members poll each flow's arrival, and 256
+ * members share a couple of submissions' events (tiny_tasks: 4-5 polls a task). */
+static inline int convoy__pev_poll(convoy__pipe_t *p, convoy__pev_t *e)
+{
+    return e == NULL || e->done || convoy__pev_poll_ask(p, e);
+}
 void convoy__pev_put(convoy__pipe_t *p, convoy__pev_t *e);
 /* Record an event after the work on stream, retrying a passing failure. NULL when the
  * device keeps refusing: the caller then proves the work over with convoy__sync. */
