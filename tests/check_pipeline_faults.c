@@ -293,6 +293,7 @@ START_TEST(test_fail_async_fresh_fill)
     ck_assert_int_eq(convoy_task_insert(ctx, add, NULL, 0, &dx), CONVOY_SUCCESS);
     ck_assert_int_eq(convoy_wait(ctx), CONVOY_ERR_TASK_FAILED);
     tu_assert_error_has(ctx, "sim0");
+    tu_assert_error_has(ctx, "when it ran"); /* what the device said, not only that it did */
     ck_assert_uint_eq(x[0], 1);
     convoy_stats_t st;
     convoy_get_stats(ctx, &st);
