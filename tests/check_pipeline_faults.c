@@ -3,7 +3,8 @@
  * accelerator pipeline, one at a time, under both schedulers (DESIGN.md, "memcpy_multi:
  * the contract"): a failed copy submission retried copy by copy, a failed allocation, a
  * failed launch, a datum larger than the device, an event that cannot be recorded (once,
- * and for good) and a failed synchronisation. Each checks the world's oracle
+ * and for good), a failed synchronisation, a fresh buffer's fill that fails as it runs,
+ * and a device whose context a fault ended. Each checks the world's oracle
  * (tests/pipeline_world.h): nothing lost, and exactly the tasks that must fail fail,
  * with messages that name the device.
  */
@@ -305,6 +306,40 @@ START_TEST(test_fail_async_fresh_fill)
 }
 END_TEST
 
+/* A device whose context a fault ended, as a GPU's (sim_sticky_errors=2: the first copy
+ * submission fails as it runs, and every call after it fails too): nothing hangs, every
+ * task fails or is cancelled with a message naming the device and the fault, every host
+ * buffer keeps its value, and tasks inserted after the wait fail in turn. The device
+ * memory of copies that could not be proven over stays out of use. */
+START_TEST(test_device_lost)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[_i]);
+    tu_ps_set(&ps, "sim_fail_async", "1");
+    tu_ps_set(&ps, "sim_sticky_errors", "2");
+    static world_t w;
+    tiny_world(&w, &ps, 8);
+    tiny_tasks(&w, 4);
+    verdict_t v = world_wait(&w, 0);
+    ck_assert_int_eq(v.wait, CONVOY_ERR_TASK_FAILED);
+    ck_assert_msg(strstr(v.msg, "sim0") != NULL && strstr(v.msg, "when it ran") != NULL,
+                  "message: %s", v.msg);
+    convoy_stats_t st = world_stats(&w);
+    ck_assert_uint_eq(st.tasks_completed, 0);
+    ck_assert_uint_ge(st.tasks_failed + st.tasks_cancelled, 4);
+    /* The device is gone for good: later tasks fail too, and the wait says so. */
+    for (int i = 4; i < 8; i++) {
+        const int data[] = {4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3};
+        world_task(&w, S_SIM_TINY, 0, data, (uint64_t)i);
+    }
+    v = world_wait(&w, 0);
+    ck_assert_int_eq(v.wait, CONVOY_ERR_TASK_FAILED);
+    ck_assert_msg(strstr(v.msg, "sim0") != NULL, "message: %s", v.msg);
+    w.pinned_ok = 1;
+    world_fini(&w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pipeline faults");
@@ -317,6 +352,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_fail_record_forever, 0, 2);
     tcase_add_loop_test(tc, test_fail_sync, 0, 2);
     tcase_add_loop_test(tc, test_fail_async_fresh_fill, 0, 2);
+    tcase_add_loop_test(tc, test_device_lost, 0, 2);
     return s;
 }
 

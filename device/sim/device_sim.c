@@ -49,6 +49,8 @@ static convoy_status_t sim_mem_alloc(convoy__device_t *d, size_t bytes, void **p
     if (!ptr_p || bytes == 0)
         return convoy__error(d->ctx, CONVOY_ERR_INVALID, "%s: mem_alloc: %s", d->name,
                              ptr_p ? "0 bytes asked" : "NULL ptr_p");
+    if (convoy__sim_calls_fail(dev))
+        return convoy__sim_lost(dev, "mem_alloc");
 
     pthread_mutex_lock(&dev->lock);
     uint64_t n = ++dev->nallocs;
@@ -132,6 +134,8 @@ static convoy_status_t sim_check_stream(convoy__sim_dev_t *dev, const char *what
                                         convoy__stream_t *stream)
 {
     const convoy__sim_stream_t *s = (const convoy__sim_stream_t *)(const void *)stream;
+    if (convoy__sim_calls_fail(dev))
+        return convoy__sim_lost(dev, what);
     if (!s)
         return convoy__error(dev->base.ctx, CONVOY_ERR_INVALID, "%s: %s: NULL stream",
                              dev->base.name, what);
@@ -424,7 +428,7 @@ static convoy_status_t sim_open(convoy_context_t *ctx, int local_index, int glob
     dev->launch_late_ns = (uint64_t)(1e3 * convoy__param_double(p, "sim_launch_late_us"));
     b->launch_inline = (int)convoy__param_int(p, "sim_launch_inline");
     dev->sticky = (int)convoy__param_int(p, "sim_sticky_errors");
-    b->errors_sticky = dev->sticky;
+    b->errors_sticky = dev->sticky > 0;
     dev->ns_per_byte = 1.0 / convoy__param_double(p, "sim_bandwidth_gbs"); /* GB/s = B/ns */
     dev->pageable_ns = 1e3 * convoy__param_double(p, "sim_pageable_us");
     dev->fail_submission = convoy__param_int(p, "sim_fail_submission");

@@ -165,7 +165,7 @@ struct convoy__sim_dev {
     int64_t fail_wait, fail_waits;     /* stream waits fail from the fail_wait-th, this many */
     int64_t fail_async;                /* the n-th copy submission fails when run */
     int64_t fail_async_home;           /* the n-th submission device to host, likewise */
-    int sticky;                        /* sim_sticky_errors */
+    int sticky;                        /* sim_sticky_errors (0, 1 or 2) */
     atomic_int faulted;                /* sticky: a copy failed when run; every event
                                           completed after it, and every query, fail */
     _Atomic uint64_t quiet_queries;    /* counters.quiet_queries, counted without the lock */
@@ -201,6 +201,17 @@ static inline int convoy__sim_context_lost(convoy__sim_dev_t *dev)
 {
     return dev->sticky && atomic_load_explicit(&dev->faulted, memory_order_relaxed);
 }
+
+/* sim_sticky_errors=2: the context is lost, and calls fail with it. */
+static inline int convoy__sim_calls_fail(convoy__sim_dev_t *dev)
+{
+    return dev->sticky == 2 && convoy__sim_context_lost(dev);
+}
+
+/* What every call (copy, launch, record, wait, sync, allocation) returns once the context
+ * is lost with sim_sticky_errors=2, as each CUDA call returns the fault that ended its
+ * context. */
+convoy_status_t convoy__sim_lost(convoy__sim_dev_t *dev, const char *what);
 
 /* Streams, events and idle_wait (sim_stream.c), in the device ops table. */
 convoy_status_t convoy__sim_stream_create(convoy__device_t *dev, convoy__stream_t **stream_p);

@@ -76,11 +76,14 @@ const convoy__param_def_t convoy__sim_params[] = {
             "chore's result is known when the launch returns, and the pipeline may push a "
             "task's outputs home behind its launch); 0: the chore runs later on the stream's "
             "thread"},
-    {.name = "sim_sticky_errors", .type = CONVOY__PARAM_INT, .def = "0", .min = 0, .max = 1,
+    {.name = "sim_sticky_errors", .type = CONVOY__PARAM_INT, .def = "0", .min = 0, .max = 2,
      .doc = "1: a copy that fails when it runs ends the device's context, as a fault ends "
             "a GPU's: no later copy or chore runs, and every event completed after it fails "
             "(the device then has errors_sticky, and records quiet events, whose queries the "
-            "counters count); 0: only the next event of its stream reports it"},
+            "counters count); 2: as 1, and every call after the fault fails too (copies, "
+            "launches, records, stream waits, syncs, allocations), as each CUDA call returns "
+            "the fault that ended its context; 0: only the next event of its stream reports "
+            "it"},
     {.name = "sim_launch_late_us", .type = CONVOY__PARAM_DOUBLE, .def = "0", .min = 0,
      .max = 1e9,
      .doc = "fault injection: real us a stream waits before each launch's chore starts, as a "

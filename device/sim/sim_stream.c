@@ -336,6 +336,8 @@ convoy_status_t convoy__sim_stream_sync(convoy__device_t *d, convoy__stream_t *s
 {
     convoy__sim_dev_t *dev = sim_dev(d);
     convoy__sim_stream_t *s = sim_stream(stream);
+    if (convoy__sim_calls_fail(dev))
+        return convoy__sim_lost(dev, "stream_sync");
     pthread_mutex_lock(&dev->lock);
     uint64_t n = ++dev->nsyncs;
     if (dev->fail_sync > 0 && n == (uint64_t)dev->fail_sync) {
@@ -497,9 +499,19 @@ static convoy_status_t sim_event_op(convoy__sim_dev_t *dev, convoy__sim_stream_t
     return CONVOY_SUCCESS;
 }
 
+convoy_status_t convoy__sim_lost(convoy__sim_dev_t *dev, const char *what)
+{
+    return convoy__error(dev->base.ctx, CONVOY_ERR_DEVICE,
+                         "%s: %s: the device's context ended with a copy that failed when it "
+                         "ran (sim_sticky_errors)",
+                         dev->base.name, what);
+}
+
 static convoy_status_t sim_check_pair(convoy__sim_dev_t *dev, const char *what,
                                       convoy__sim_stream_t *s, convoy__sim_event_t *ev)
 {
+    if (convoy__sim_calls_fail(dev))
+        return convoy__sim_lost(dev, what);
     if (!s || !ev)
         return convoy__error(dev->base.ctx, CONVOY_ERR_INVALID, "%s: %s: NULL %s", dev->base.name,
                              what, s ? "event" : "stream");
