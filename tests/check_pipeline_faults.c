@@ -45,6 +45,18 @@ static void tiny_world(world_t *w, tu_pset_t *ps, int n)
     world_init(w, ps, 4 * n, sizes, 11);
 }
 
+/* The sim under loop index i's scheduler with the fault knobs kv (name, value, ...,
+ * NULL), a tiny world of ndata tasks' data, and its first ntasks tasks inserted. */
+static void tiny_faults(world_t *w, int i, int ndata, int ntasks, const char *const *kv)
+{
+    tu_pset_t ps;
+    tu_ps_sim(&ps, g_scheds[i]);
+    for (int k = 0; kv[k] != NULL; k += 2)
+        tu_ps_set(&ps, kv[k], kv[k + 1]);
+    tiny_world(w, &ps, ndata);
+    tiny_tasks(w, ntasks);
+}
+
 /* A failed copy submission is retried one copy at a time from the first copy it did not
  * enqueue (the memcpy_multi contract): under batch, the second stage-in submission of a
  * ring (32 of 96 copies; the sim enqueues 8 before failing) costs exactly 24 retried
@@ -204,13 +216,10 @@ END_TEST
  * hangs and no device memory is kept out of use. */
 START_TEST(test_fail_record_forever)
 {
-    tu_pset_t ps;
-    tu_ps_sim(&ps, g_scheds[_i]);
-    tu_ps_set(&ps, "sim_fail_record", "3");
-    tu_ps_set(&ps, "sim_fail_records", "2000000000");
     static world_t w;
-    tiny_world(&w, &ps, 4);
-    tiny_tasks(&w, 4);
+    tiny_faults(
+        &w, _i, 4, 4,
+        (const char *const[]){"sim_fail_record", "3", "sim_fail_records", "2000000000", NULL});
     verdict_t v = world_wait(&w, 1);
     ck_assert_int_eq(v.wait, CONVOY_SUCCESS);
     ck_assert_int_eq(v.ok, 4);
@@ -227,14 +236,10 @@ END_TEST
  * newest version was lost with it). */
 START_TEST(test_fail_sync)
 {
-    tu_pset_t ps;
-    tu_ps_sim(&ps, g_scheds[_i]);
-    tu_ps_set(&ps, "sim_fail_record", "3");
-    tu_ps_set(&ps, "sim_fail_records", "2000000000");
-    tu_ps_set(&ps, "sim_fail_sync", "1");
     static world_t w;
-    tiny_world(&w, &ps, 4);
-    tiny_tasks(&w, 4);
+    tiny_faults(&w, _i, 4, 4,
+                (const char *const[]){"sim_fail_record", "3", "sim_fail_records", "2000000000",
+                                      "sim_fail_sync", "1", NULL});
     verdict_t v = world_wait(&w, 0);
     ck_assert_msg(v.wait == CONVOY_ERR_TASK_FAILED || v.wait == CONVOY_SUCCESS, "wait: %d %s",
                   (int)v.wait, v.msg);
@@ -313,13 +318,9 @@ END_TEST
  * memory of copies that could not be proven over stays out of use. */
 START_TEST(test_device_lost)
 {
-    tu_pset_t ps;
-    tu_ps_sim(&ps, g_scheds[_i]);
-    tu_ps_set(&ps, "sim_fail_async", "1");
-    tu_ps_set(&ps, "sim_sticky_errors", "2");
     static world_t w;
-    tiny_world(&w, &ps, 8);
-    tiny_tasks(&w, 4);
+    tiny_faults(&w, _i, 8, 4,
+                (const char *const[]){"sim_fail_async", "1", "sim_sticky_errors", "2", NULL});
     verdict_t v = world_wait(&w, 0);
     ck_assert_int_eq(v.wait, CONVOY_ERR_TASK_FAILED);
     ck_assert_msg(strstr(v.msg, "sim0") != NULL && strstr(v.msg, "when it ran") != NULL,
