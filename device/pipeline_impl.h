@@ -66,7 +66,8 @@ typedef struct convoy__member {
     int completed;
     uint32_t fresh_kept; /* flows whose fresh buffer a transfer may still write: kept out
                             of use for good (convoy__member_keep_fresh), never freed */
-    uint16_t pushed;     /* flows whose written version left for home behind its launch */
+    uint16_t pushed;     /* flows whose written version left for home behind its launch;
+                            a transfer's: 1 once it pushed its copies again (push_again) */
     uint32_t filled;     /* flows whose fresh buffer a copy on the device fills */
     int16_t fill_sub[CONVOY_MAX_FLOWS]; /* filled flows: the stage-in submission that
                                            carries the copy (read only where filled) */
@@ -319,6 +320,7 @@ typedef struct convoy__pipe {
 
 /* Events (pipeline.c). */
 convoy__pev_t *convoy__pev_record(convoy__pipe_t *p, convoy__stream_t *stream);
+/* Asks the device (or a quiet event's later event): for an e neither NULL nor done. */
 int convoy__pev_poll_ask(convoy__pipe_t *p, convoy__pev_t *e);
 /* 1 when the work before e is over (NULL: nothing to wait for). Inline for the events
  * already seen over, which are most: a ring's members poll each flow's arrival, and 256

@@ -512,7 +512,8 @@ static int owes_now(const int *how, const convoy__devcopy_t *c)
            (flush_owes(c->data, how[0]) && (!how[1] || c->out_failed || final_version(c)));
 }
 
-/* Push the copies of r that owed_elsewhere home again, once: that pushout's failure was
+/* Push the copies of r that owed_elsewhere home again, once (its caller keeps count,
+ * convoy__transfer_progress): that pushout's failure was
  * no one's, or its version is not the newest, and this flush owes their versions home.
  * Returns 1 when it pushed any (r waits for them; a failure of its own push fails r, as
  * for its first). */
@@ -546,8 +547,13 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         if (m->completed || !transfer_ready(r, m))
             continue;
-        if ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->nheld)) ||
-            (r->kind == RING_FLUSH && m->ncopies > 0 && push_again(p, r, m->copy, 1))) {
+        /* Once per flush (m->pushed): the copy's mark of who pushed it (stage_ring) is
+         * shared, and two flushes owing one copy took it from each other and pushed again
+         * in turn for ever where every push failed at once (a lost device). */
+        if (!m->pushed &&
+            ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->nheld)) ||
+             (r->kind == RING_FLUSH && m->ncopies > 0 && push_again(p, r, m->copy, 1)))) {
+            m->pushed = 1;
             moved = 1;
             continue;
         }

@@ -46,9 +46,11 @@ static const char *fail_text(const convoy__ring_t *r, const convoy__member_t *m,
                      m->task->ran & CONVOY__RAN_BATCH ? "batch " : "", cls->name, m->rc, dev);
         break;
     case MEMBER_FAIL_DEVICE:
-        /* With what the device said (its last event that failed): on a GPU, the fault. */
-        snprintf(buf, len, "%s reported an error for the copies or the launch of its ring%s%s", dev,
-                 r->pipe->ev_fail_msg[0] ? ": " : "", r->pipe->ev_fail_msg);
+        /* With what the device said at its last event that failed: on a GPU, the fault
+         * (sticky: every later event's); elsewhere possibly another ring's, hence "last". */
+        snprintf(buf, len, "%s reported an error for the copies or the launch of its ring%s%s%s",
+                 dev, r->pipe->ev_fail_msg[0] ? " (its last error: " : "", r->pipe->ev_fail_msg,
+                 r->pipe->ev_fail_msg[0] ? ")" : "");
         break;
     case MEMBER_FAIL_HOST_WRITE:
         snprintf(buf, len,
