@@ -66,8 +66,7 @@ typedef struct convoy__member {
     int completed;
     uint32_t fresh_kept; /* flows whose fresh buffer a transfer may still write: kept out
                             of use for good (convoy__member_keep_fresh), never freed */
-    uint16_t pushed;     /* flows whose written version left for home behind its launch;
-                            a transfer's: 1 once it pushed its copies again (push_again) */
+    uint16_t pushed;     /* flows whose written version left for home behind its launch */
     uint32_t filled;     /* flows whose fresh buffer a copy on the device fills */
     int16_t fill_sub[CONVOY_MAX_FLOWS]; /* filled flows: the stage-in submission that
                                            carries the copy (read only where filled) */

@@ -111,8 +111,11 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
 {
     if (n <= 0)
         return;
-    for (int i = 0; i < n && !counted; i++) /* each reaches landed() once */
-        atomic_fetch_add_explicit(&copies[i]->data->pushing, 1, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        copies[i]->out_repushed = 0; /* push_again marks its own after this */
+        if (!counted)                /* each reaches landed() once */
+            atomic_fetch_add_explicit(&copies[i]->data->pushing, 1, memory_order_relaxed);
+    }
     convoy__stage_t s;
     if (convoy__stage_get(p, &s, n) != 0) {
         snprintf(msg, msg_len, "out of host memory for a pushout of %d copies", n);
@@ -494,12 +497,15 @@ static int transfer_ready(const convoy__ring_t *r, const convoy__member_t *m)
 
 /* Did a pushout this flush waited for, not its own (written behind, a wait's eager push,
  * another flush's), leave c the newest version here: it failed, or it carried an older
- * version (a writer's fresh buffer replaced the copy meanwhile: finish_member)? */
+ * version (a writer's fresh buffer replaced the copy meanwhile: finish_member)? Not when
+ * it was another flush's second push that failed: where every push fails at once (a lost
+ * device) two flushes owing one copy pushed it again in turn for ever, each taking the
+ * copy's stage_ring from the other. */
 static int owed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
                           const convoy__devcopy_t *c)
 {
-    return (c->out_failed || c->out_version != c->version) && c->stage_ring != r->id &&
-           convoy__coh_dirty_on(c->data) == p->dev->index;
+    return ((c->out_failed && !c->out_repushed) || c->out_version != c->version) &&
+           c->stage_ring != r->id && convoy__coh_dirty_on(c->data) == p->dev->index;
 }
 
 /* Does a flush owe c's version home? A flush-all (how: with_resident, only_final; NULL
@@ -512,8 +518,7 @@ static int owes_now(const int *how, const convoy__devcopy_t *c)
            (flush_owes(c->data, how[0]) && (!how[1] || c->out_failed || final_version(c)));
 }
 
-/* Push the copies of r that owed_elsewhere home again, once (its caller keeps count,
- * convoy__transfer_progress): that pushout's failure was
+/* Push the copies of r that owed_elsewhere home again, once: that pushout's failure was
  * no one's, or its version is not the newest, and this flush owes their versions home.
  * Returns 1 when it pushed any (r waits for them; a failure of its own push fails r, as
  * for its first). */
@@ -535,6 +540,8 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
     for (int i = 0; i < k; i += (int)sizeof(ok))
         push_home(p, copies + i, k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok),
                   CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
+    for (int i = 0; i < k; i++)
+        copies[i]->out_repushed = 1; /* until the next pushout of it (push_home) */
     return k > 0;
 }
 
@@ -547,13 +554,8 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         if (m->completed || !transfer_ready(r, m))
             continue;
-        /* Once per flush (m->pushed): the copy's mark of who pushed it (stage_ring) is
-         * shared, and two flushes owing one copy took it from each other and pushed again
-         * in turn for ever where every push failed at once (a lost device). */
-        if (!m->pushed &&
-            ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->nheld)) ||
-             (r->kind == RING_FLUSH && m->ncopies > 0 && push_again(p, r, m->copy, 1)))) {
-            m->pushed = 1;
+        if ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->nheld)) ||
+            (r->kind == RING_FLUSH && m->ncopies > 0 && push_again(p, r, m->copy, 1))) {
             moved = 1;
             continue;
         }
