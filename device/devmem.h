@@ -40,7 +40,6 @@ typedef struct convoy__devcopy {
                                    into the host memory when it lands, before coherence
                                    learns it (copies.c) */
     int out_failed;             /* the last pushout home failed (the copy stays dirty) */
-    int out_repushed;           /* that pushout was a flush's second (push_again) */
     unsigned behind_epoch;      /* 1 + ctx->wait_epoch when a pushout written behind last
                                    carried it; 0 once a flush needed it home */
     int evicting;               /* freed when its pushout lands, unless in use again */

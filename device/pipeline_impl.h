@@ -67,6 +67,7 @@ typedef struct convoy__member {
     uint32_t fresh_kept; /* flows whose fresh buffer a transfer may still write: kept out
                             of use for good (convoy__member_keep_fresh), never freed */
     uint16_t pushed;     /* flows whose written version left for home behind its launch */
+    uint8_t pushed_again; /* a flush of one datum: it pushed its copy again (push_again) */
     uint32_t filled;     /* flows whose fresh buffer a copy on the device fills */
     int16_t fill_sub[CONVOY_MAX_FLOWS]; /* filled flows: the stage-in submission that
                                            carries the copy (read only where filled) */
@@ -90,6 +91,7 @@ static inline void convoy__member_init(convoy__member_t *m, convoy__task_t *t, i
     m->completed = 0;
     m->fresh_kept = 0;
     m->pushed = 0;
+    m->pushed_again = 0;
     m->filled = 0;
     for (int f = 0; f < nflows; f++)
         m->fresh[f] = NULL;
@@ -164,6 +166,7 @@ typedef struct convoy__ring {
                                 NULL when that could not be allocated) */
     int nin;
     convoy__devcopy_t **held; /* flush-all: the copies it pushes, one user each */
+    uint8_t *held_again;      /* beside held: pushed again by it (push_again) */
     int nheld;
     char mem_msg[256], in_msg[256], launch_msg[256], out_msg[256]; /* first failures */
     struct convoy__pipe *pipe;

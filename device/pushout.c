@@ -111,11 +111,8 @@ static void push_home(convoy__pipe_t *p, convoy__devcopy_t **copies, int n, int 
 {
     if (n <= 0)
         return;
-    for (int i = 0; i < n; i++) {
-        copies[i]->out_repushed = 0; /* push_again marks its own after this */
-        if (!counted)                /* each reaches landed() once */
-            atomic_fetch_add_explicit(&copies[i]->data->pushing, 1, memory_order_relaxed);
-    }
+    for (int i = 0; i < n && !counted; i++) /* each reaches landed() once */
+        atomic_fetch_add_explicit(&copies[i]->data->pushing, 1, memory_order_relaxed);
     convoy__stage_t s;
     if (convoy__stage_get(p, &s, n) != 0) {
         snprintf(msg, msg_len, "out of host memory for a pushout of %d copies", n);
@@ -404,9 +401,15 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
         }
         held[n++] = c;
     }
+    uint8_t *again = calloc((size_t)(n > 0 ? n : 1), 1);
+    if (again == NULL) {
+        free(held);
+        return -1;
+    }
     for (int i = 0; i < n; i++)
         convoy__devmem_lookup(&p->mem, held[i]->data); /* one user each, off the LRU */
     r->held = held;
+    r->held_again = again;
     r->nheld = n;
     return n;
 }
@@ -497,15 +500,12 @@ static int transfer_ready(const convoy__ring_t *r, const convoy__member_t *m)
 
 /* Did a pushout this flush waited for, not its own (written behind, a wait's eager push,
  * another flush's), leave c the newest version here: it failed, or it carried an older
- * version (a writer's fresh buffer replaced the copy meanwhile: finish_member)? Not when
- * it was another flush's second push that failed: where every push fails at once (a lost
- * device) two flushes owing one copy pushed it again in turn for ever, each taking the
- * copy's stage_ring from the other. */
+ * version (a writer's fresh buffer replaced the copy meanwhile: finish_member)? */
 static int owed_elsewhere(const convoy__pipe_t *p, const convoy__ring_t *r,
                           const convoy__devcopy_t *c)
 {
-    return ((c->out_failed && !c->out_repushed) || c->out_version != c->version) &&
-           c->stage_ring != r->id && convoy__coh_dirty_on(c->data) == p->dev->index;
+    return (c->out_failed || c->out_version != c->version) && c->stage_ring != r->id &&
+           convoy__coh_dirty_on(c->data) == p->dev->index;
 }
 
 /* Does a flush owe c's version home? A flush-all (how: with_resident, only_final; NULL
@@ -518,20 +518,27 @@ static int owes_now(const int *how, const convoy__devcopy_t *c)
            (flush_owes(c->data, how[0]) && (!how[1] || c->out_failed || final_version(c)));
 }
 
-/* Push the copies of r that owed_elsewhere home again, once: that pushout's failure was
- * no one's, or its version is not the newest, and this flush owes their versions home.
- * Returns 1 when it pushed any (r waits for them; a failure of its own push fails r, as
- * for its first). */
-static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies, int n)
+/* Push the copies of r that owed_elsewhere home again: that pushout's failure was no
+ * one's, or its version is not the newest, and this flush owes their versions home. Each
+ * once per flush (again[i], beside copies[i]): the copy's own mark of who pushed it last
+ * (stage_ring) is shared, and where every push fails at once (a lost device) two flushes
+ * owing one copy took it from each other and pushed it again in turn for ever. Returns 1
+ * when it pushed any (r waits for them; a failure of its own push fails r, as for its
+ * first). */
+static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **copies,
+                      uint8_t *again, int n)
 {
     const int *how = r->kind == RING_FLUSH_ALL ? r->m[0].task->args : NULL;
     int k = 0;
-    /* Rare: move them to the front of copies (its order does not matter). */
+    /* Rare: move them to the front of copies (its order does not matter), with their
+     * marks. */
     for (int i = 0; i < n; i++)
-        if (owed_elsewhere(p, r, copies[i]) && owes_now(how, copies[i])) {
+        if (!again[i] && owed_elsewhere(p, r, copies[i]) && owes_now(how, copies[i])) {
             convoy__devcopy_t *c = copies[i];
             copies[i] = copies[k];
-            copies[k++] = c;
+            copies[k] = c;
+            again[i] = again[k];
+            again[k++] = 1;
             c->stage_ring = r->id;
         }
     /* In slices of a buffer on the stack: nothing to allocate, so no failure of its own
@@ -540,8 +547,6 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
     for (int i = 0; i < k; i += (int)sizeof(ok))
         push_home(p, copies + i, k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok),
                   CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
-    for (int i = 0; i < k; i++)
-        copies[i]->out_repushed = 1; /* until the next pushout of it (push_home) */
     return k > 0;
 }
 
@@ -554,8 +559,9 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         if (m->completed || !transfer_ready(r, m))
             continue;
-        if ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->nheld)) ||
-            (r->kind == RING_FLUSH && m->ncopies > 0 && push_again(p, r, m->copy, 1))) {
+        if ((r->kind == RING_FLUSH_ALL && push_again(p, r, r->held, r->held_again, r->nheld)) ||
+            (r->kind == RING_FLUSH && m->ncopies > 0 &&
+             push_again(p, r, m->copy, &m->pushed_again, 1))) {
             moved = 1;
             continue;
         }

@@ -611,6 +611,7 @@ void convoy__ring_free(convoy__pipe_t *p, convoy__ring_t *r)
     free(r->groups);
     free(r->order);
     free(r->held);
+    free(r->held_again);
     members_put(p, r->m, r->mcap);
     free(r);
 }

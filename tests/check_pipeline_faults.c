@@ -345,8 +345,7 @@ END_TEST
  * as it runs, chores run at their launch; graph 7, which a review found): the waits
  * return. Before, two flushes owed one copy's version home and pushed it again in turn
  * for ever, each taking from the other the copy's mark of who pushed it last (push_again
- * now leaves a copy whose failed pushout was another flush's second push). The outputs
- * written on the
+ * now pushes each copy a flush holds again once at most). The outputs written on the
  * device before the fault are lost with it, so the world's oracle (the replay of the
  * tasks that succeeded) is not asked here. */
 START_TEST(test_device_lost_random)

@@ -641,6 +641,16 @@ START_TEST(early_flush_skips_a_replaced_version)
 }
 END_TEST
 
+/* A CPU class of one flow of mode m, with the chore fn. */
+static convoy_class_t *cpu_class(const world_t *w, const char *name, convoy_access_t m,
+                                 convoy_chore_fn fn)
+{
+    convoy_class_t *cls;
+    ck_assert_int_eq(convoy_class_new(w->ctx, name, 1, &m, 0, &cls), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_set_chore(cls, CONVOY_DEVICE_CPU, fn), 0);
+    return cls;
+}
+
 /* A CPU chore that leaves its flow as it is, 0.6 s (times the build's slowdown) late. */
 static int slow_keep_chore(const convoy_task_view_t *t, void *s)
 {
@@ -664,10 +674,7 @@ START_TEST(early_flush_pushes_again_after_a_later_failure)
     const char *const more[] = {"sim_fail_async_home", "3", NULL};
     world_t w;
     world_open_late(&w, 1e6, more);
-    convoy_access_t rw = CONVOY_RW;
-    convoy_class_t *slow;
-    ck_assert_int_eq(convoy_class_new(w.ctx, "slow", 1, &rw, 0, &slow), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_class_set_chore(slow, CONVOY_DEVICE_CPU, slow_keep_chore), 0);
+    convoy_class_t *slow = cpu_class(&w, "slow", CONVOY_RW, slow_keep_chore);
     produce(&w, 0);
     produce(&w, 1); /* out0, out1 written behind, in flight */
     settle(&w, 2, 2, 0);
@@ -683,6 +690,36 @@ START_TEST(early_flush_pushes_again_after_a_later_failure)
     for (size_t i = 0; i < w.bytes / 4; i++)
         ck_assert_uint_eq(w.out[1][i], (uint32_t)(2 + i) + 1);
     check_out(&w, 0, 2);
+    world_close(&w);
+}
+END_TEST
+
+static int peek_chore(const convoy_task_view_t *t, void *s)
+{
+    (void)t;
+    (void)s;
+    return 0;
+}
+
+START_TEST(second_flush_pushes_again_after_the_first_ones_failed)
+{
+    /* Proves: two flushes waiting for one output written behind whose pushout fails as it
+     * runs (a CPU reader's flush and the wait's flush-all) each push it again once, so
+     * when the first one's second push fails too (sim_fail_submission 3), the second's
+     * lands: the wait succeeds with the output home and no transfer failed. A rule of
+     * one second push per copy for all flushes (635431a) failed both here. Every copy
+     * submission lands 200 ms late. */
+    const char *const more[] = {"sim_fail_async_home", "1", "sim_fail_submission", "3", NULL};
+    world_t w;
+    world_open_late(&w, 2e5, more);
+    convoy_class_t *peek = cpu_class(&w, "peek", CONVOY_READ, peek_chore);
+    produce(&w, 0);
+    settle(&w, 1, 1, 0);
+    convoy_data_t *f[1] = {w.dout[0]};
+    ck_assert_int_eq(convoy_task_insert(w.ctx, peek, NULL, 0, f), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    ck_assert_uint_eq(stats(&w).transfers_failed, 0);
+    check_out(&w, 0, 1);
     world_close(&w);
 }
 END_TEST
@@ -704,6 +741,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, overwriting_does_not_wait_for_the_pushout, 0, 2);
     tcase_add_test(tc, early_flush_skips_a_replaced_version);
     tcase_add_test(tc, early_flush_pushes_again_after_a_later_failure);
+    tcase_add_test(tc, second_flush_pushes_again_after_the_first_ones_failed);
     return s;
 }
 
