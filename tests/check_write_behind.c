@@ -651,49 +651,6 @@ static convoy_class_t *cpu_class(const world_t *w, const char *name, convoy_acce
     return cls;
 }
 
-/* A CPU chore that leaves its flow as it is, 0.6 s (times the build's slowdown) late. */
-static int slow_keep_chore(const convoy_task_view_t *t, void *s)
-{
-    (void)t;
-    (void)s;
-    double sec = 0.6 * tu_slowdown();
-    struct timespec ts = {(time_t)sec, (long)((sec - (time_t)sec) * 1e9)};
-    nanosleep(&ts, NULL);
-    return 0;
-}
-
-START_TEST(early_flush_pushes_again_after_a_later_failure)
-{
-    /* Proves: the wait's early flush-all, which pushed a replaced version (out0) again,
-     * still pushes again a version written behind later (out1, by a final writer held
-     * back by a slow CPU task) whose own pushout fails as it runs (sim_fail_async_home):
-     * that failure was not a flush's second push. No transfer fails and both outputs
-     * come home. A flush pushing again once in all (5f99748) failed the early flush-all
-     * here (transfers_failed 1), which the wait's last flush-all then mended. Every copy
-     * submission lands 1 s late. */
-    const char *const more[] = {"sim_fail_async_home", "3", NULL};
-    world_t w;
-    world_open_late(&w, 1e6, more);
-    convoy_class_t *slow = cpu_class(&w, "slow", CONVOY_RW, slow_keep_chore);
-    produce(&w, 0);
-    produce(&w, 1); /* out0, out1 written behind, in flight */
-    settle(&w, 2, 2, 0);
-    convoy_data_t *fa[2] = {w.din[0], w.dout[0]};
-    ck_assert_int_eq(convoy_task_insert(w.ctx, w.again, NULL, 0, fa), CONVOY_SUCCESS);
-    settle(&w, 3, 0, 0); /* out0's final version, in a fresh buffer */
-    convoy_data_t *fs[1] = {w.din[2]};
-    ck_assert_int_eq(convoy_task_insert(w.ctx, slow, NULL, 0, fs), CONVOY_SUCCESS);
-    convoy_data_t *f[2] = {w.din[2], w.dout[1]}; /* out1 = in2 + 1, after the slow task */
-    ck_assert_int_eq(convoy_task_insert(w.ctx, w.produce, NULL, 0, f), CONVOY_SUCCESS);
-    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
-    ck_assert_uint_eq(stats(&w).transfers_failed, 0);
-    for (size_t i = 0; i < w.bytes / 4; i++)
-        ck_assert_uint_eq(w.out[1][i], (uint32_t)(2 + i) + 1);
-    check_out(&w, 0, 2);
-    world_close(&w);
-}
-END_TEST
-
 static int peek_chore(const convoy_task_view_t *t, void *s)
 {
     (void)t;
@@ -740,7 +697,6 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, nothing_written_after_return, 0, 2);
     tcase_add_loop_test(tc, overwriting_does_not_wait_for_the_pushout, 0, 2);
     tcase_add_test(tc, early_flush_skips_a_replaced_version);
-    tcase_add_test(tc, early_flush_pushes_again_after_a_later_failure);
     tcase_add_test(tc, second_flush_pushes_again_after_the_first_ones_failed);
     return s;
 }
