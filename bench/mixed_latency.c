@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 {
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
     world_t w = {.nsmall = 32, .small_bytes = 8192, .large_bytes = 64u << 20};
-    int rounds = 20, each_round = 0;
+    int rounds = 20, each_round = 0, in_place = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--small")))
@@ -137,17 +137,20 @@ int main(int argc, char **argv)
             rounds = (int)bench_long(prog, "--rounds", v, 1, 100000);
         else if (strcmp(argv[i], "--each-round") == 0)
             each_round = 1;
+        else if (strcmp(argv[i], "--inputs-in-place") == 0)
+            in_place = 1; /* CONVOY_CLASS_INPUTS_IN_PLACE: the small inputs are read once */
         else {
             fprintf(stderr,
                     "usage: %s [--small N] [--small-bytes B] [--large-bytes B] "
-                    "[--rounds R] [--each-round] [--convoy-NAME=VALUE ...]\n",
+                    "[--rounds R] [--each-round] [--inputs-in-place] [--convoy-NAME=VALUE ...]\n",
                     prog);
             return 2;
         }
     }
     convoy_access_t wm[2] = {CONVOY_READ, CONVOY_WRITE}, sm = CONVOY_READ;
     convoy_class_t *work, *succ;
-    convoy_class_new(ctx, "work", 2, wm, CONVOY_CLASS_BATCHABLE, &work);
+    convoy_class_new(ctx, "work", 2, wm,
+                     CONVOY_CLASS_BATCHABLE | (in_place ? CONVOY_CLASS_INPUTS_IN_PLACE : 0), &work);
     convoy_class_set_chore(work, CONVOY_DEVICE_CPU, work_cpu);
     convoy_class_set_chore(work, CONVOY_DEVICE_SIM, work_cpu);
     convoy_class_set_batch_chore(work, CONVOY_DEVICE_SIM, work_batch);

@@ -15,7 +15,8 @@
  *
  * Last line: tiny_tasks sched=S device=D tasks=N flow_bytes=B inputs=I outputs=O
  * host_memory=pinned|malloc batch_chore=on|off seconds=T insert_seconds=I tasks_per_s=R
- * h2d_submissions=.. h2d_copies=.. d2h_submissions=.. d2h_copies=.. launches=.. verified=yes|no
+ * h2d_submissions=.. h2d_copies=.. in_place_reads=.. d2h_submissions=.. d2h_copies=.. launches=..
+ * verified=yes|no (in_place_reads: inputs read in host memory, --inputs-in-place)
  *
  * It exits 1 when results do not verify, 2 on bad options.
  */
@@ -189,13 +190,14 @@ static int timed_run(convoy_context_t *ctx, convoy_class_t *cls, run_t *r, int b
     printf("tiny_tasks sched=%s device=%s tasks=%d flow_bytes=%zu inputs=%d outputs=%d "
            "host_memory=%s batch_chore=%s seconds=%.6f insert_seconds=%.6f tasks_per_s=%.0f "
            "h2d_submissions=%llu "
-           "h2d_copies=%llu "
+           "h2d_copies=%llu in_place_reads=%llu "
            "d2h_submissions=%llu d2h_copies=%llu launches=%llu page_faults=%ld verified=%s\n",
            convoy_sched_name(ctx), bench_device(ctx), r->tasks, r->flow_bytes, r->inputs,
            r->outputs, r->pageable ? "malloc" : "pinned", batch_chore ? "on" : "off", secs,
            insert_secs, r->tasks / secs,
            (unsigned long long)(s1.h2d_submissions - s0.h2d_submissions),
            (unsigned long long)(s1.h2d_copies - s0.h2d_copies),
+           (unsigned long long)(s1.in_place_reads - s0.in_place_reads),
            (unsigned long long)(s1.d2h_submissions - s0.d2h_submissions),
            (unsigned long long)(s1.d2h_copies - s0.d2h_copies),
            (unsigned long long)(s1.launches - s0.launches), faults, ok ? "yes" : "no");
@@ -211,7 +213,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: %s [--tasks N] [--runs K] [--free-behind] [--flow-bytes B] [--inputs I]\n"
             "          [--outputs O] [--batch-chore on|off] [--host-memory pinned|malloc]\n"
-            "          [--baselines]\n"
+            "          [--baselines] [--inputs-in-place]\n"
             "          [--convoy-NAME=VALUE ...]\n",
             prog);
     exit(2);
@@ -221,7 +223,7 @@ int main(int argc, char **argv)
 {
     convoy_context_t *ctx = bench_init(prog, &argc, &argv);
     run_t r = {.tasks = 16384, .inputs = 3, .outputs = 1, .flow_bytes = 8192};
-    int batch_chore = 1, baselines = 0, runs = 1, free_behind = 0;
+    int batch_chore = 1, baselines = 0, runs = 1, free_behind = 0, in_place = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = bench_opt(argc, argv, &i, "--tasks")))
@@ -246,6 +248,8 @@ int main(int argc, char **argv)
             baselines = 1;
         else if (strcmp(argv[i], "--free-behind") == 0)
             free_behind = 1;
+        else if (strcmp(argv[i], "--inputs-in-place") == 0)
+            in_place = 1; /* CONVOY_CLASS_INPUTS_IN_PLACE: each input is read once */
         else
             usage();
     }
@@ -258,8 +262,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < r.inputs + r.outputs; k++)
         modes[k] = k < r.inputs ? CONVOY_READ : CONVOY_WRITE;
     convoy_class_t *cls = NULL;
-    if (convoy_class_new(ctx, "tiny", r.inputs + r.outputs, modes, CONVOY_CLASS_BATCHABLE, &cls) !=
-        CONVOY_SUCCESS) {
+    unsigned flags = CONVOY_CLASS_BATCHABLE | (in_place ? CONVOY_CLASS_INPUTS_IN_PLACE : 0);
+    if (convoy_class_new(ctx, "tiny", r.inputs + r.outputs, modes, flags, &cls) != CONVOY_SUCCESS) {
         fprintf(stderr, "%s: %s\n", prog, convoy_last_error(ctx));
         return 1;
     }

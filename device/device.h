@@ -156,6 +156,11 @@ typedef struct convoy__host_mem_ops {
     void (*free)(convoy_context_t *ctx, void *ptr);
     /* Non-zero when [ptr, ptr+bytes) is pinned memory. */
     int (*is_pinned)(convoy_context_t *ctx, const void *ptr, size_t bytes);
+    /* Where this component's chores read [ptr, ptr+bytes) of convoy_host_alloc memory in
+     * place (CONVOY_CLASS_INPUTS_IN_PLACE), or NULL: outside the slabs (the program's own
+     * pinned memory may be freed while a failed launch still reads it). NULL op: chores
+     * never read host memory in place on this component's devices. */
+    void *(*device_ptr)(convoy_context_t *ctx, const void *ptr, size_t bytes);
 } convoy__host_mem_ops_t;
 
 /*

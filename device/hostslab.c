@@ -187,6 +187,21 @@ void convoy__hostslab_free(const convoy__hostslab_ops_t *ops, convoy_context_t *
                           ptr);
 }
 
+void *convoy__hostslab_device_ptr(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx,
+                                  const void *ptr, size_t bytes)
+{
+    convoy__hostslab_t *hs = ptr != NULL ? hostslab_of(ops, ctx) : NULL;
+    if (hs == NULL)
+        return NULL;
+    void *dev = NULL;
+    pthread_mutex_lock(&hs->lock);
+    const convoy__arena_region_t *r = convoy__arena_find(hs->arena, ptr, bytes > 0 ? bytes : 1);
+    if (r != NULL)
+        dev = r->tag != NULL ? (char *)r->tag + ((uintptr_t)ptr - (uintptr_t)r->base) : (void *)ptr;
+    pthread_mutex_unlock(&hs->lock);
+    return dev;
+}
+
 int convoy__hostslab_is_pinned(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx,
                                const void *ptr, size_t bytes)
 {

@@ -81,6 +81,10 @@ void *convoy__hostslab_alloc(const convoy__hostslab_ops_t *ops, convoy_context_t
 void convoy__hostslab_free(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx, void *ptr);
 int convoy__hostslab_is_pinned(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx,
                                const void *ptr, size_t bytes);
+/* The device_ptr op: the slab's device pointer plus the offset, or ptr itself for a slab
+ * without one (sim, whose chores run on the host); NULL outside the slabs. */
+void *convoy__hostslab_device_ptr(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx,
+                                  const void *ptr, size_t bytes);
 
 /* The slab-size parameter of a component (cuda_host_slab, hip_host_slab): NAME is its
  * name, the rest is the same for every component. */

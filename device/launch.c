@@ -103,8 +103,9 @@ static void prove_over(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g,
                 /* The chore writes the fresh buffer; the copy (the newest version) it
                  * does not touch, and keeps. */
                 convoy__member_keep_fresh(p, m, f);
-            } else if (convoy__member_same_datum(m, f) < 0) {
-                /* Written in place: its bytes are unknown. Only read: it keeps them. */
+            } else if (m->copy[f] != NULL && convoy__member_same_datum(m, f) < 0) {
+                /* Written in place: its bytes are unknown. Only read: it keeps them. (Read
+                 * in place: it reads convoy_host_alloc memory, kept until convoy_fini.) */
                 convoy__devmem_pin(&p->mem, m->copy[f], !convoy__task_writes_datum(m->task, f));
             }
         }

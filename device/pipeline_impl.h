@@ -49,7 +49,7 @@ enum {
 
 typedef struct convoy__member {
     convoy__task_t *task;
-    convoy__devcopy_t *copy[CONVOY_MAX_FLOWS];
+    convoy__devcopy_t *copy[CONVOY_MAX_FLOWS]; /* NULL: a flow read in place (host) */
     void *fresh[CONVOY_MAX_FLOWS]; /* written flows whose copy is the only newest version:
                                       the task writes this buffer, which replaces the
                                       copy's memory only if it succeeds */
@@ -165,6 +165,7 @@ typedef struct convoy__ring {
     char *in_split;          /* per stage-in submission: 1 when split (in in_subs' block;
                                 NULL when that could not be allocated) */
     int nin;
+    int in_place; /* flows its chores read in host memory (CONVOY_CLASS_INPUTS_IN_PLACE) */
     convoy__devcopy_t **held; /* flush-all: the copies it pushes, one user each */
     uint8_t *held_again;      /* beside held: pushed again by it (push_again) */
     int nheld;
@@ -271,6 +272,8 @@ typedef struct convoy__pipe {
     convoy__outbatch_t *outbound;   /* pushouts home in flight, by submission */
     size_t out_bytes;               /* their bytes */
     size_t write_behind;            /* write_behind: out_bytes up to which final versions go home */
+    size_t in_place_max; /* in_place_max_bytes where chores here can read convoy_host_alloc
+                            memory in place (their component's slabs), else 0 */
     convoy__devcopy_t **eager;      /* final versions to push home now (a wait is pending, or */
     int neager, eager_cap;          /* write-behind), each held with one user */
     size_t eager_bytes;             /* their bytes */

@@ -62,7 +62,7 @@ static int member_known_failed(convoy__pipe_t *p, const convoy__member_t *m, pen
         if (known_failed(p, m->wait[w], pend))
             return 1;
     for (int f = 0; f < m->ncopies; f++) /* an input that did not arrive */
-        if (known_failed(p, m->copy[f]->arrival, pend))
+        if (m->copy[f] != NULL && known_failed(p, m->copy[f]->arrival, pend))
             return 1;
     return 0;
 }

@@ -38,7 +38,8 @@ static void release_member(convoy__pipe_t *p, convoy__member_t *m)
     for (int f = 0; f < m->ncopies; f++) {
         if (m->fresh[f] != NULL && convoy__member_same_datum(m, f) < 0)
             convoy__devmem_free_buffer(&p->mem, m->fresh[f], m->task->data[f]->bytes);
-        convoy__devmem_release(&p->mem, m->copy[f]);
+        if (m->copy[f] != NULL)
+            convoy__devmem_release(&p->mem, m->copy[f]);
     }
     for (int f = 0; f < m->ncopies; f++)
         m->fresh[f] = NULL;
@@ -56,14 +57,39 @@ void convoy__member_keep_fresh(convoy__pipe_t *p, convoy__member_t *m, int f)
             m->fresh_kept |= 1u << e;
 }
 
-/* Reserve device memory for every flow of m, and a fresh buffer for each datum it writes
- * whose copy here is the only newest version. On failure release what it took. */
+/* Does m's chore read flow f in place, in host memory (CONVOY_CLASS_INPUTS_IN_PLACE)?
+ * A READ flow of a datum the task names once, at most in_place_max bytes, whose newest
+ * version is home in convoy_host_alloc memory that chores here reach, and of which this
+ * device holds no copy at that version (a valid copy here is read here, off the link).
+ * Nothing writes that host memory meanwhile: a later writer of the datum (a task, an
+ * acquire to write) waits for this task, and a newer version comes home only from one. */
+static int reads_in_place(const convoy__pipe_t *p, const convoy__task_t *t, int f)
+{
+    const convoy_data_t *d = t->data[f];
+    if (!(t->cls->flags & CONVOY_CLASS_INPUTS_IN_PLACE) || t->cls->modes[f] != CONVOY_READ ||
+        t->aliased || !d->host_in_place || d->bytes > p->in_place_max)
+        return 0;
+    uint64_t version;
+    int on;
+    convoy__coh_get(d, &version, &on);
+    const convoy__devcopy_t *c = d->dev[p->dev->index];
+    return on == CONVOY__COH_HOST && (c == NULL || c->version != version);
+}
+
+/* Reserve device memory for every flow of m but those it reads in place (their copy
+ * NULL), and a fresh buffer for each datum it writes whose copy here is the only newest
+ * version. On failure release what it took. */
 static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
 {
     convoy__task_t *t = m->task;
     int nflows = t->cls->nflows;
     void **ptrs = convoy__task_ptrs(t);
     for (int f = 0; f < nflows; f++) {
+        if (p->in_place_max > 0 && reads_in_place(p, t, f)) {
+            m->copy[f] = NULL;
+            m->ncopies = f + 1;
+            continue;
+        }
         convoy_status_t st = convoy__devmem_acquire(&p->mem, t->data[f], &m->copy[f]);
         if (st != CONVOY_SUCCESS) {
             release_member(p, m);
@@ -85,7 +111,9 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
         int e = convoy__member_same_datum(m, f);
         if (e >= 0)
             m->fresh[f] = m->fresh[e];
-        ptrs[f] = m->fresh[f] != NULL ? m->fresh[f] : m->copy[f]->ptr;
+        ptrs[f] = m->fresh[f] != NULL  ? m->fresh[f]
+                  : m->copy[f] != NULL ? m->copy[f]->ptr
+                                       : t->data[f]->host;
     }
     return CONVOY_SUCCESS;
 }
@@ -140,7 +168,7 @@ typedef struct slot {
 /* The copies one member's reads need: H2D for copies not at the newest version, D2D into
  * its fresh buffers. Skips copies valid here (waiting for them if still arriving). */
 static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__stage_t *s,
-                        slot_t *slot)
+                        slot_t *slot, size_t *in_place_bytes)
 {
     convoy__member_t *m = &r->m[i];
     convoy__task_t *t = m->task;
@@ -153,6 +181,13 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
         uint64_t version;
         int on;
         convoy__coh_get(d, &version, &on);
+        if (c == NULL) { /* read in place: the home version, as a stage-in would copy it */
+            convoy__coh_note_host(d, version);
+            convoy__coh_read_home(d);
+            *in_place_bytes += d->bytes;
+            r->in_place++;
+            continue;
+        }
         if (m->fresh[f] != NULL) {
             /* The only newest version is c: copy it into the buffer the task writes. */
             slot[s->n] = (slot_t){.copy = c, .member = i};
@@ -214,9 +249,16 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
             convoy__member_fail(&r->m[i], MEMBER_FAIL_STAGE_IN, 0);
         return;
     }
+    size_t in_place_bytes = 0;
     for (int i = 0; i < r->n; i++)
         if (!r->m[i].fail)
-            plan_member(p, r, i, &s, slot);
+            plan_member(p, r, i, &s, slot, &in_place_bytes);
+    if (r->in_place > 0) {
+        atomic_fetch_add_explicit(&p->ctx->stats.in_place_reads, (uint64_t)r->in_place,
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->ctx->stats.in_place_bytes, in_place_bytes,
+                                  memory_order_relaxed);
+    }
     if (s.n > 0)
         CONVOY__PROF_SUB(p, CONVOY__SUB_ISSUE,
                          convoy__stage_issue(p, r->id, &s, CONVOY__STAGE_IN, p->in, p->in_large));
@@ -279,7 +321,7 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
         convoy__member_t *m = &r->m[i];
         for (int f = 0; f < r->cls->nflows && !m->fail; f++) {
             convoy__devcopy_t *c = m->copy[f];
-            if (m->fresh[f] != NULL || !convoy__task_reads_datum(m->task, f) ||
+            if (c == NULL || m->fresh[f] != NULL || !convoy__task_reads_datum(m->task, f) ||
                 c->stage_ring != r->id)
                 continue;
             int k = c->stage_slot;

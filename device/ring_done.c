@@ -117,9 +117,12 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
 {
     convoy__task_t *t = m->task;
     for (int f = 0; f < m->ncopies; f++) {
-        if (m->copy[f]->arrival != NULL && !convoy__pev_poll(p, m->copy[f]->arrival))
+        const convoy__devcopy_t *c = m->copy[f];
+        if (c == NULL) /* read in place: nothing of it here */
+            continue;
+        if (c->arrival != NULL && !convoy__pev_poll(p, c->arrival))
             return 0;
-        if (m->copy[f]->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
+        if (c->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
             return 0;
         if (!convoy__pev_poll(p, fill_event(r, m, f)))
             return 0;
@@ -133,7 +136,8 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     int bad_arrival = 0;
     for (int f = 0; f < m->ncopies; f++) {
         const convoy__pev_t *fill = fill_event(r, m, f);
-        bad_arrival |= m->copy[f]->arrival != NULL && m->copy[f]->arrival->failed;
+        const convoy__devcopy_t *c = m->copy[f];
+        bad_arrival |= c != NULL && c->arrival != NULL && c->arrival->failed;
         bad_arrival |= fill != NULL && fill->failed;
     }
     if (bad_arrival || device_error(r, m))
@@ -142,6 +146,8 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     for (int f = 0; f < m->ncopies; f++) {
         convoy__devcopy_t *c = m->copy[f];
         convoy_data_t *d = t->data[f];
+        if (c == NULL) /* read in place: this device holds nothing of it (no hint) */
+            continue;
         if (convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f)) {
             /* A fresh buffer a transfer may still write stays kept out of use (its task
              * failed); the copy, untouched, keeps its version. */
@@ -187,6 +193,8 @@ static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t 
     int leaf = -1;
     for (int f = 0; f < m->ncopies; f++) {
         convoy_data_t *d = t->data[f];
+        if (m->copy[f] == NULL)
+            continue;
         if ((eager || (ok && write_behind(p, m, f, &leaf))) && !((t->home_flows >> f) & 1) &&
             convoy__member_same_datum(m, f) < 0 && convoy__task_writes_datum(t, f) &&
             !(atomic_load_explicit(&d->flags, memory_order_relaxed) &
@@ -227,7 +235,8 @@ static void prefetch_member(const convoy__pipe_t *p, const convoy__member_t *m)
         return;
     for (int f = 0; f < m->ncopies; f++) {
         convoy__data_prefetch(m->task->data[f], p->dev->index);
-        convoy__devcopy_prefetch(m->copy[f]);
+        if (m->copy[f] != NULL)
+            convoy__devcopy_prefetch(m->copy[f]);
     }
 }
 

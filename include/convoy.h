@@ -127,6 +127,15 @@ typedef enum convoy_device_kind {
 enum {
     /** Tasks of this class may travel in rings (the batch scheduler). */
     CONVOY_CLASS_BATCHABLE = 1u << 0,
+    /**
+     * On an accelerator, the chore reads a READ flow in place, through the device's
+     * mapping of host memory, when its newest version is in convoy_host_alloc memory, the
+     * device holds no copy of it at that version, and it is at most in_place_max_bytes:
+     * no stage-in copy, no device memory. For chores that read each input once (a
+     * streaming kernel); one that reads an input many times reads it over the link each
+     * time, and a datum many tasks read is copied over the link once per task.
+     */
+    CONVOY_CLASS_INPUTS_IN_PLACE = 1u << 1,
 };
 
 /** What a chore sees of one task. Valid only during the chore call. */
@@ -388,6 +397,9 @@ typedef struct convoy_stats {
     uint64_t dist_large_sent;     /**< flows over dist_large_bytes, each sent alone */
     uint64_t write_behind_copies; /**< outputs pushed home as they were written, before
                                        anything needed them there (write_behind) */
+    uint64_t in_place_reads;      /**< flows an accelerator's chore read in host memory
+                                       (CONVOY_CLASS_INPUTS_IN_PLACE), not staged in */
+    uint64_t in_place_bytes;
 } convoy_stats_t;
 
 void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *stats);

@@ -98,9 +98,10 @@ convoy_status_t convoy_class_new(convoy_context_t *ctx, const char *name, int nf
                                  "convoy_class_new(%s): flow %d has access mode %d; allowed: "
                                  "CONVOY_READ (1), CONVOY_WRITE (2), CONVOY_RW (3)",
                                  name, i, (int)modes[i]);
-    if ((flags & ~(unsigned)CONVOY_CLASS_BATCHABLE) != 0)
+    const unsigned known = CONVOY_CLASS_BATCHABLE | CONVOY_CLASS_INPUTS_IN_PLACE;
+    if ((flags & ~known) != 0)
         return convoy__error(ctx, CONVOY_ERR_INVALID, "convoy_class_new(%s): unknown flags 0x%x",
-                             name, flags & ~(unsigned)CONVOY_CLASS_BATCHABLE);
+                             name, flags & ~known);
     convoy_class_t *cls = convoy__calloc(ctx, 1, sizeof(*cls), "a task class");
     if (cls == NULL)
         return CONVOY_ERR_NOMEM;

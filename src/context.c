@@ -256,6 +256,8 @@ void convoy_get_stats(const convoy_context_t *ctx, convoy_stats_t *s)
     s->eviction_copies = a->eviction_copies;
     s->transfers_failed = a->transfers_failed;
     s->write_behind_copies = a->write_behind_copies;
+    s->in_place_reads = a->in_place_reads;
+    s->in_place_bytes = a->in_place_bytes;
     if (ctx->dist_hooks != NULL)
         ctx->dist_hooks->stats(ctx, s);
 }

@@ -78,7 +78,10 @@ struct convoy_data {
     void *host;
     size_t bytes;
     atomic_uint flags;        /* CONVOY_DATA_* */
-    int host_pinned;          /* detected once, at creation */
+    uint8_t host_pinned;      /* detected once, at creation */
+    uint8_t host_in_place;    /* and: convoy_host_alloc memory that the chores of
+                                 ctx->host_mem's component read at its host address
+                                 (CONVOY_CLASS_INPUTS_IN_PLACE) */
     atomic_int refs;          /* the user's + one per devcopy */
     atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it */
     atomic_int behind_unread; /* its version home came by write-behind and nothing has read
@@ -228,6 +231,7 @@ typedef struct convoy__stats_atomic {
     _Atomic uint64_t d2d_copies, d2d_bytes, flush_copies;
     _Atomic uint64_t eviction_submissions, eviction_copies, transfers_failed;
     _Atomic uint64_t write_behind_copies;
+    _Atomic uint64_t in_place_reads, in_place_bytes;
 } convoy__stats_atomic_t;
 
 struct convoy_context {
@@ -457,5 +461,7 @@ void convoy__close_devices(convoy_context_t *ctx);
 /* Host memory (src/hostmem.c). */
 void convoy__hostmem_fini(convoy_context_t *ctx);
 int convoy__host_is_pinned(convoy_context_t *ctx, const void *ptr, size_t bytes);
+/* ctx->host_mem's device_ptr op, or NULL without one. */
+void *convoy__host_device_ptr(convoy_context_t *ctx, const void *ptr, size_t bytes);
 
 #endif /* CONVOY_CORE_H */

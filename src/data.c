@@ -134,6 +134,11 @@ convoy_status_t convoy_data_new(convoy_context_t *ctx, void *host_ptr, size_t by
     d->host = host_ptr;
     d->bytes = bytes;
     d->host_pinned = convoy__host_is_pinned(ctx, host_ptr, bytes);
+    /* A chore reading it in place is given its host address: only where the device
+     * reaches it there (CUDA maps convoy's slabs at their host addresses; sim's chores run
+     * on the host). */
+    d->host_in_place =
+        d->host_pinned && convoy__host_device_ptr(ctx, host_ptr, bytes) == (void *)host_ptr;
     d->readers = d->readers_inline;
     d->readers_cap = CONVOY__DATA_INLINE_READERS;
     atomic_init(&d->refs, 1);

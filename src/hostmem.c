@@ -80,3 +80,10 @@ int convoy__host_is_pinned(convoy_context_t *ctx, const void *ptr, size_t bytes)
 {
     return ctx->host_mem != NULL && ctx->host_mem->is_pinned(ctx, ptr, bytes);
 }
+
+void *convoy__host_device_ptr(convoy_context_t *ctx, const void *ptr, size_t bytes)
+{
+    if (ctx->host_mem == NULL || ctx->host_mem->device_ptr == NULL)
+        return NULL;
+    return ctx->host_mem->device_ptr(ctx, ptr, bytes);
+}

@@ -194,6 +194,15 @@ const convoy__param_def_t convoy__core_params[] = {
             "the device full, and at convoy_fini; 0: none. On the H200 host a new copy's "
             "allocation through the device pool took 520-620 TSC cycles, half of its "
             "reserve (doc/results.md, 2026-12-01)"},
+    {.name = "in_place_max_bytes",
+     .type = CONVOY__PARAM_SIZE,
+     .def = "64K",
+     .min = 0,
+     .max = 1125899906842624.0, /* 1P */
+     .doc = "classes with CONVOY_CLASS_INPUTS_IN_PLACE: the largest input an accelerator's "
+            "chore reads in place in convoy_host_alloc memory (CUDA and sim) instead of a "
+            "stage-in copy; 0: none. PHYSICS.md s1: a kernel reading mapped pinned memory "
+            "with 16-byte loads moved 45-51 GB/s for 8-64 KiB chunks"},
     {.name = "write_behind",
      .type = CONVOY__PARAM_SIZE,
      .def = "0",

@@ -195,8 +195,8 @@ START_TEST(bad_flows_modes_flags)
         expect_error(convoy_class_new(ctx, "badmode", 2, m, 0, &cls), CONVOY_ERR_INVALID, ctx,
                      "badmode", "flow 1", num, "CONVOY_READ");
     }
-    expect_error(convoy_class_new(ctx, "flags", 1, modes, 2u, &cls), CONVOY_ERR_INVALID, ctx,
-                 "flags", "0x2");
+    expect_error(convoy_class_new(ctx, "flags", 1, modes, 4u, &cls), CONVOY_ERR_INVALID, ctx,
+                 "flags", "0x4");
     expect_error(
         convoy_class_new(ctx, "flags", 1, modes, CONVOY_CLASS_BATCHABLE | 0x80000000u, &cls),
         CONVOY_ERR_INVALID, ctx, "0x80000000");

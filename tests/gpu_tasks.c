@@ -2,7 +2,8 @@
  * GPU tasks end to end (no Check: the GPU machine may not have it). Exits 77 when no CUDA
  * device can be opened. Proves, on a real GPU:
  *  - tiny tasks (3 inputs, 1 output) verify under fifo and batch, with and without the
- *    batch chore, including a datum read by every task and chains of dependent tasks;
+ *    batch chore, including a datum read by every task and chains of dependent tasks, and
+ *    with their inputs read in place in pinned host memory (CONVOY_CLASS_INPUTS_IN_PLACE);
  *  - a chore that fails (returns non-zero) fails its task with a message naming the task
  *    and class, cancels its successor, and leaves the host copy of the datum it would
  *    have written at its last good value;
@@ -64,13 +65,16 @@ static convoy_context_t *start(const char *sched)
 }
 
 /* n tasks o = a + b*c over E floats, b shared by all; then each output is fed through a
- * second task (o2 = o + 0*o) to build chains. Checks every element. */
-static void tiny_round(const char *sched, int batch_chore, int n, int elems)
+ * second task (o2 = o + 0*o) to build chains. Checks every element. With in_place the
+ * class reads its inputs in place (CONVOY_CLASS_INPUTS_IN_PLACE): every input at home,
+ * up to in_place_max_bytes (64K), is read there by the kernel, through CUDA's mapping. */
+static void tiny_round(const char *sched, int batch_chore, int n, int elems, int in_place)
 {
     convoy_context_t *ctx = start(sched);
     convoy_access_t modes[4] = {CONVOY_READ, CONVOY_READ, CONVOY_READ, CONVOY_WRITE};
     convoy_class_t *cls;
-    convoy_class_new(ctx, "tiny", 4, modes, CONVOY_CLASS_BATCHABLE, &cls);
+    convoy_class_new(ctx, "tiny", 4, modes,
+                     CONVOY_CLASS_BATCHABLE | (in_place ? CONVOY_CLASS_INPUTS_IN_PLACE : 0), &cls);
     convoy_class_set_chore(cls, CONVOY_DEVICE_CUDA, tiny_cuda_chore);
     if (batch_chore)
         convoy_class_set_batch_chore(cls, CONVOY_DEVICE_CUDA, tiny_cuda_batch_chore);
@@ -120,13 +124,20 @@ static void tiny_round(const char *sched, int batch_chore, int n, int elems)
             float want2 = want + 2.0f * (float)(i % 5);
             bad += o[t][i] != want || o2[t][i] != want2;
         }
-    EXPECT(bad == 0, "%s batch_chore=%d: %ld wrong elements", sched, batch_chore, bad);
+    EXPECT(bad == 0, "%s batch_chore=%d in_place=%d: %ld wrong elements", sched, batch_chore,
+           in_place, bad);
     convoy_stats_t s;
     convoy_get_stats(ctx, &s);
+    /* In place: a, b and c of the first tasks, b and c of the second (o is on the GPU). */
+    uint64_t want_in_place = in_place && bytes <= 65536 ? 5u * (uint64_t)n : 0;
+    EXPECT(s.in_place_reads == want_in_place,
+           "%s in_place=%d: %llu inputs read in place, expected %llu", sched, in_place,
+           (unsigned long long)s.in_place_reads, (unsigned long long)want_in_place);
     EXPECT(s.tasks_completed == (uint64_t)(2 * n), "%s: %llu tasks completed, expected %d", sched,
            (unsigned long long)s.tasks_completed, 2 * n);
-    printf("tiny %s batch_chore=%d tasks=%d: rings=%llu h2d_submissions=%llu launches=%llu\n",
-           sched, batch_chore, 2 * n, (unsigned long long)s.rings,
+    printf("tiny %s batch_chore=%d in_place=%d tasks=%d: rings=%llu h2d_submissions=%llu "
+           "launches=%llu\n",
+           sched, batch_chore, in_place, 2 * n, (unsigned long long)s.rings,
            (unsigned long long)s.h2d_submissions, (unsigned long long)s.launches);
     convoy_fini(ctx);
     free(a), free(c), free(o), free(o2), free(da), free(dc), free(dout), free(dout2);
@@ -269,11 +280,15 @@ static void cpu_reader_round(const char *sched, int n, int broken)
 
 int main(void)
 {
-    tiny_round("fifo", 0, 300, 2048);
-    tiny_round("batch", 0, 3000, 2048);
-    tiny_round("batch", 1, 3000, 2048);
-    tiny_round("batch", 1, 2000, 1);     /* 4-byte flows: tails everywhere */
-    tiny_round("batch", 1, 64, 3 << 20); /* 12 MiB flows: above the split size */
+    tiny_round("fifo", 0, 300, 2048, 0);
+    tiny_round("batch", 0, 3000, 2048, 0);
+    tiny_round("batch", 1, 3000, 2048, 0);
+    tiny_round("batch", 1, 2000, 1, 0);     /* 4-byte flows: tails everywhere */
+    tiny_round("batch", 1, 64, 3 << 20, 0); /* 12 MiB flows: above the split size */
+    tiny_round("fifo", 0, 300, 2048, 1);    /* inputs read in place */
+    tiny_round("batch", 1, 3000, 2048, 1);
+    tiny_round("batch", 1, 2000, 1, 1);
+    tiny_round("batch", 1, 64, 3 << 20, 1); /* over in_place_max_bytes: staged */
     failure_round("fifo");
     failure_round("batch");
     cpu_reader_round("fifo", 64, 5);

@@ -31,6 +31,7 @@ convoy_check_suites = \
 	tests/check_lanes \
 	tests/check_write_behind \
 	tests/check_push_behind \
+	tests/check_in_place \
 	tests/check_version \
 	tests/check_trace_path \
 	tests/check_bind
@@ -59,6 +60,10 @@ tests_check_write_behind_LDADD = $(convoy_check_ldadd)
 tests_check_push_behind_SOURCES = tests/check_push_behind.c $(convoy_check_util)
 tests_check_push_behind_CFLAGS = $(convoy_check_cflags)
 tests_check_push_behind_LDADD = $(convoy_check_ldadd)
+
+tests_check_in_place_SOURCES = tests/check_in_place.c $(convoy_check_util)
+tests_check_in_place_CFLAGS = $(convoy_check_cflags)
+tests_check_in_place_LDADD = $(convoy_check_ldadd)
 
 tests_check_component_SOURCES = tests/check_component.c $(convoy_check_util)
 tests_check_component_CFLAGS = $(convoy_check_cflags)

@@ -75,8 +75,14 @@ static int cuda_host_is_pinned(convoy_context_t *ctx, const void *ptr, size_t by
     return convoy__hostslab_is_pinned(&convoy__cuda_hostslab_ops, ctx, ptr, bytes);
 }
 
+static void *cuda_host_device_ptr(convoy_context_t *ctx, const void *ptr, size_t bytes)
+{
+    return convoy__hostslab_device_ptr(&convoy__cuda_hostslab_ops, ctx, ptr, bytes);
+}
+
 const convoy__host_mem_ops_t convoy__cuda_host_mem_ops = {
     .alloc = cuda_host_alloc,
     .free = cuda_host_free,
     .is_pinned = cuda_host_is_pinned,
+    .device_ptr = cuda_host_device_ptr,
 };

@@ -63,8 +63,14 @@ static int sim_host_is_pinned(convoy_context_t *ctx, const void *ptr, size_t byt
     return convoy__hostslab_is_pinned(&convoy__sim_hostslab_ops, ctx, ptr, bytes);
 }
 
+static void *sim_host_device_ptr(convoy_context_t *ctx, const void *ptr, size_t bytes)
+{
+    return convoy__hostslab_device_ptr(&convoy__sim_hostslab_ops, ctx, ptr, bytes);
+}
+
 const convoy__host_mem_ops_t convoy__sim_host_mem_ops = {
     .alloc = sim_host_alloc,
     .free = sim_host_free,
     .is_pinned = sim_host_is_pinned,
+    .device_ptr = sim_host_device_ptr,
 };
