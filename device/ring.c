@@ -57,17 +57,23 @@ void convoy__member_keep_fresh(convoy__pipe_t *p, convoy__member_t *m, int f)
             m->fresh_kept |= 1u << e;
 }
 
-/* Does m's chore read flow f in place, in host memory (CONVOY_CLASS_INPUTS_IN_PLACE)?
- * A READ flow of a datum the task names once, at most in_place_max bytes, whose newest
- * version is home in convoy_host_alloc memory that chores here reach, and of which this
- * device holds no copy at that version (a valid copy here is read here, off the link).
- * Nothing writes that host memory meanwhile: a later writer of the datum (a task, an
- * acquire to write) waits for this task, and a newer version comes home only from one. */
+/* May t's chore read inputs in place here: a class with the flag, each datum named once? */
+static int class_in_place(const convoy__pipe_t *p, const convoy__task_t *t)
+{
+    return p->in_place_max > 0 && (t->cls->flags & CONVOY_CLASS_INPUTS_IN_PLACE) && !t->aliased;
+}
+
+/* Does the chore of t (of an in-place class, naming each datum once: class_in_place)
+ * read flow f in place, in host memory (CONVOY_CLASS_INPUTS_IN_PLACE)? A READ flow of at
+ * most in_place_max bytes, whose newest version is home in convoy_host_alloc memory that
+ * chores here reach, and of which this device holds no copy at that version (a valid
+ * copy here is read here, off the link). Nothing writes that host memory meanwhile: a
+ * later writer of the datum (a task, an acquire to write) waits for this task, and a
+ * newer version comes home only from one. */
 static int reads_in_place(const convoy__pipe_t *p, const convoy__task_t *t, int f)
 {
     const convoy_data_t *d = t->data[f];
-    if (!(t->cls->flags & CONVOY_CLASS_INPUTS_IN_PLACE) || t->cls->modes[f] != CONVOY_READ ||
-        t->aliased || !d->host_in_place || d->bytes > p->in_place_max)
+    if (t->cls->modes[f] != CONVOY_READ || !d->host_in_place || d->bytes > p->in_place_max)
         return 0;
     uint64_t version;
     int on;
@@ -84,8 +90,9 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
     convoy__task_t *t = m->task;
     int nflows = t->cls->nflows;
     void **ptrs = convoy__task_ptrs(t);
+    int in_place = class_in_place(p, t);
     for (int f = 0; f < nflows; f++) {
-        if (p->in_place_max > 0 && reads_in_place(p, t, f)) {
+        if (in_place && reads_in_place(p, t, f)) {
             m->copy[f] = NULL;
             m->ncopies = f + 1;
             continue;
@@ -452,13 +459,17 @@ void convoy__ring_add(convoy__pipe_t *p, convoy__ring_t *r)
     p->nrings++;
 }
 
-/* Bytes the tasks from i on need, for eviction. */
-static size_t bytes_from(convoy__task_t **tasks, int i, int n)
+/* Bytes of device memory the tasks from i on need, for eviction (inputs read in place
+ * need none). */
+static size_t bytes_from(const convoy__pipe_t *p, convoy__task_t **tasks, int i, int n)
 {
     size_t b = 0;
-    for (; i < n; i++)
+    for (; i < n; i++) {
+        int in_place = class_in_place(p, tasks[i]);
         for (int f = 0; f < tasks[i]->cls->nflows; f++)
-            b += tasks[i]->data[f]->bytes;
+            if (!in_place || !reads_in_place(p, tasks[i], f)) /* no device memory */
+                b += tasks[i]->data[f]->bytes;
+    }
     return b;
 }
 
@@ -467,7 +478,7 @@ static size_t bytes_from(convoy__task_t **tasks, int i, int n)
 static int defer_for_memory(convoy__pipe_t *p, convoy__task_t **tasks, int i, int n, int kept,
                             convoy__task_t ***defer_tail)
 {
-    int evicting = convoy__evict_dirty(p, bytes_from(tasks, i, n));
+    int evicting = convoy__evict_dirty(p, bytes_from(p, tasks, i, n));
     /* Pushouts in flight give memory back too: evicted copies are freed as they land,
      * others become clean and so evictable. */
     if (evicting == 0 && p->nrings == 0 && kept == 0 && p->outbound == NULL && p->neager == 0)

@@ -501,17 +501,20 @@ void convoy_data_free(convoy_data_t *data)
     }
     int cancelled;
     char why[1024] = "its flush home failed";
-    if (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) {
-        wait_for_users(data);
-    } else if (bring_home(data, CONVOY_READ, &cancelled, why, sizeof(why)) != CONVOY__OK) {
+    int home = (atomic_load(&data->flags) & CONVOY_DATA_SCRATCH) ||
+               bring_home(data, CONVOY_READ, &cancelled, why, sizeof(why)) == CONVOY__OK;
+    /* Every task that uses it, readers too (bring_home waits only for the last writer): a
+     * reader still to run reads the host memory, which the program may reuse once this
+     * returns, through its stage-in or in place (CONVOY_CLASS_INPUTS_IN_PLACE). Before, a
+     * free returned with a reader pending and the reader computed on whatever the program
+     * then wrote there (tests/check_in_place free_waits_for_readers). */
+    wait_for_users(data);
+    if (!home && convoy__coh_dirty_on(data) != CONVOY__COH_HOST)
         /* The newest version could not come home (its flush failed and was reported):
-         * free it anyway, as asked; the message says what was lost. */
-        wait_for_users(data);
-        if (convoy__coh_dirty_on(data) != CONVOY__COH_HOST)
-            convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
-                              "on an accelerator: %s",
-                              (unsigned long long)data->id, why);
-    }
+         * freed anyway, as asked; the message says what was lost. */
+        convoy__log_error("convoy_data_free: datum %llu freed while its newest version is only "
+                          "on an accelerator: %s",
+                          (unsigned long long)data->id, why);
     /* A pushout home may still be on its way into the host memory (written behind, then
      * made scratch; or evicted): nothing touches it once the free has returned. */
     while (atomic_load_explicit(&data->pushing, memory_order_acquire) > 0)

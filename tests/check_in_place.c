@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "src/core.h"
 #include "tests/test_util.h"
@@ -289,6 +290,52 @@ START_TEST(unknown_class_flag_refused)
 }
 END_TEST
 
+/* A chore that takes a while (300 ms): the flow before the last is its input. */
+static int slow_chore(const convoy_task_view_t *t, void *s)
+{
+    struct timespec pause = {0, 300000000};
+    nanosleep(&pause, NULL);
+    if (t->nflows == 1) /* the writer the reader waits for */
+        return 0;
+    const uint32_t *in = t->flows[t->nflows - 2];
+    uint32_t *out = t->flows[t->nflows - 1];
+    (void)s;
+    for (size_t i = 0; i < t->flow_bytes[0] / 4; i++)
+        out[i] = in[i] + 1;
+    return 0;
+}
+
+/* convoy_data_free of an input waits for its reader, running (_i & 2: still pending,
+ * behind a slow writer of its other input), with the input read in place (_i & 1) or
+ * staged: once the free has returned the program may write the memory, and the reader
+ * must not see that. Before, the free returned at once (it waited for the last writer
+ * only) and the reader computed on the program's new bytes (in place, or pending). */
+START_TEST(free_waits_for_readers)
+{
+    int in_place = _i & 1, pending = (_i & 2) != 0;
+    world_t w;
+    world_open(&w, in_place ? CONVOY_CLASS_INPUTS_IN_PLACE : 0, CONVOY_READ, 0, NULL);
+    convoy_access_t wm = CONVOY_WRITE, rm[3] = {CONVOY_READ, CONVOY_READ, CONVOY_WRITE};
+    convoy_class_t *writer = add_class(w.ctx, "slow_writer", 1, &wm, 0);
+    convoy_class_t *reader =
+        add_class(w.ctx, "slow_reader", 3, rm, in_place ? CONVOY_CLASS_INPUTS_IN_PLACE : 0);
+    convoy_class_set_chore(writer, CONVOY_DEVICE_SIM, slow_chore);
+    convoy_class_set_chore(reader, CONVOY_DEVICE_SIM, slow_chore);
+    if (pending)
+        ck_assert_int_eq(convoy_task_insert(w.ctx, writer, NULL, 0, &w.din[1]), CONVOY_SUCCESS);
+    convoy_data_t *f[3] = {w.din[1], w.din[0], w.dout[0]};
+    ck_assert_int_eq(convoy_task_insert(w.ctx, reader, NULL, 0, f), CONVOY_SUCCESS);
+    convoy_data_free(w.din[0]);
+    for (size_t i = 0; i < BYTES / 4; i++) /* the program's again */
+        w.in[0][i] = 5000;
+    ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_data_acquire(w.dout[0], CONVOY_READ), CONVOY_SUCCESS);
+    ck_assert_uint_eq(w.out[0][3], 3 + 1);
+    ck_assert_int_eq(convoy_data_new(w.ctx, w.in[0], BYTES, &w.din[0]), CONVOY_SUCCESS);
+    world_close(&w);
+}
+END_TEST
+
 static Suite *in_place_suite(void)
 {
     Suite *s = suite_create("in_place");
@@ -301,6 +348,7 @@ static Suite *in_place_suite(void)
     tcase_add_test(tc, device_copy_read_when_valid);
     tcase_add_loop_test(tc, failed_member_leaves_inputs, 0, 2);
     tcase_add_test(tc, unknown_class_flag_refused);
+    tcase_add_loop_test(tc, free_waits_for_readers, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }
