@@ -116,30 +116,27 @@ static convoy__pev_t *fill_event(const convoy__ring_t *r, const convoy__member_t
 static int finish_member(convoy__pipe_t *p, convoy__ring_t *r, convoy__member_t *m)
 {
     convoy__task_t *t = m->task;
-    for (int f = 0; f < m->ncopies; f++) {
-        const convoy__devcopy_t *c = m->copy[f];
-        if (c == NULL) /* read in place: nothing of it here */
-            continue;
-        if (c->arrival != NULL && !convoy__pev_poll(p, c->arrival))
-            return 0;
-        if (c->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
-            return 0;
-        if (!convoy__pev_poll(p, fill_event(r, m, f)))
-            return 0;
-    }
-    if (m->fail == MEMBER_OK && m->rc != 0)
-        convoy__member_fail(m, MEMBER_FAIL_CHORE, 0);
     /* A copy whose stage-in failed when it ran holds garbage, whatever the group's last
      * stage-in event says (a device may report an error at the next event only), and so
      * does a fresh buffer whose fill failed (before, nothing asked: the task succeeded
      * on an unfilled buffer, tests/check_pipeline_faults test_fail_async_fresh_fill). */
     int bad_arrival = 0;
     for (int f = 0; f < m->ncopies; f++) {
-        const convoy__pev_t *fill = fill_event(r, m, f);
         const convoy__devcopy_t *c = m->copy[f];
-        bad_arrival |= c != NULL && c->arrival != NULL && c->arrival->failed;
+        if (c == NULL) /* read in place: nothing of it here */
+            continue;
+        convoy__pev_t *fill = fill_event(r, m, f);
+        if (c->arrival != NULL && !convoy__pev_poll(p, c->arrival))
+            return 0;
+        if (c->out_ev != NULL && convoy__task_writes_datum(t, f) && m->fresh[f] == NULL)
+            return 0;
+        if (!convoy__pev_poll(p, fill))
+            return 0;
+        bad_arrival |= c->arrival != NULL && c->arrival->failed;
         bad_arrival |= fill != NULL && fill->failed;
     }
+    if (m->fail == MEMBER_OK && m->rc != 0)
+        convoy__member_fail(m, MEMBER_FAIL_CHORE, 0);
     if (bad_arrival || device_error(r, m))
         convoy__member_fail(m, MEMBER_FAIL_DEVICE, 0);
     int ok = m->fail == MEMBER_OK;
