@@ -126,7 +126,7 @@ void sm_misuse(void)
         break;
     }
     case 5: {
-        unsigned flags = 1u << (1 + sm_pick(31));
+        unsigned flags = 1u << (2 + sm_pick(30)); /* bits 0 and 1 are flags */
         snprintf(buf, sizeof(buf), "0x%x", flags);
         sm_expect("convoy_class_new(flags)", convoy_class_new(sm_ctx, "bad", 1, modes, flags, &c),
                   CONVOY_ERR_INVALID, sm_ctx, buf);
