@@ -132,11 +132,14 @@ static convoy_stats_t stats(const world_t *w)
     return s;
 }
 
-/* Every input of a ring of the class read where it is: no stage-in, no device memory. */
+/* Every input of a ring of the class read where it is: no stage-in, no device memory;
+ * with the default in_place_max_bytes, and (_i = 1) with inputs of exactly that size. */
 START_TEST(inputs_read_in_host_memory)
 {
+    const char *exact[] = {"in_place_max_bytes", "8K", NULL};
     world_t w;
-    world_open(&w, CONVOY_CLASS_BATCHABLE | CONVOY_CLASS_INPUTS_IN_PLACE, CONVOY_READ, 0, NULL);
+    world_open(&w, CONVOY_CLASS_BATCHABLE | CONVOY_CLASS_INPUTS_IN_PLACE, CONVOY_READ, 0,
+               _i == 1 ? exact : NULL);
     for (int t = 0; t < N; t++)
         insert_add(&w, w.cls, t, 0);
     ck_assert_int_eq(convoy_wait(w.ctx), CONVOY_SUCCESS);
@@ -341,7 +344,7 @@ static Suite *in_place_suite(void)
     Suite *s = suite_create("in_place");
     TCase *tc = tcase_create("in_place");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, inputs_read_in_host_memory);
+    tcase_add_loop_test(tc, inputs_read_in_host_memory, 0, 2);
     tcase_add_loop_test(tc, staged_when_not_in_place, 0,
                         (int)(sizeof(staged_cases) / sizeof(staged_cases[0])));
     tcase_add_test(tc, input_named_twice_staged);
