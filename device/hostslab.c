@@ -194,11 +194,10 @@ void *convoy__hostslab_device_ptr(const convoy__hostslab_ops_t *ops, convoy_cont
     if (hs == NULL)
         return NULL;
     void *dev = NULL;
-    pthread_mutex_lock(&hs->lock);
-    const convoy__arena_region_t *r = convoy__arena_find(hs->arena, ptr, bytes > 0 ? bytes : 1);
-    if (r != NULL)
-        dev = r->tag != NULL ? (char *)r->tag + ((uintptr_t)ptr - (uintptr_t)r->base) : (void *)ptr;
-    pthread_mutex_unlock(&hs->lock);
+    const convoy__arena_t *slabs = convoy__hostslab_lock(hs);
+    if (!convoy__hostslab_map_locked(slabs, ptr, bytes > 0 ? bytes : 1, &dev, NULL))
+        dev = NULL;
+    convoy__hostslab_unlock(hs);
     return dev;
 }
 

@@ -81,8 +81,8 @@ void *convoy__hostslab_alloc(const convoy__hostslab_ops_t *ops, convoy_context_t
 void convoy__hostslab_free(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx, void *ptr);
 int convoy__hostslab_is_pinned(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx,
                                const void *ptr, size_t bytes);
-/* The device_ptr op: the slab's device pointer plus the offset, or ptr itself for a slab
- * without one (sim, whose chores run on the host); NULL outside the slabs. */
+/* The device_ptr op of a component whose slabs carry device pointers: the slab's device
+ * pointer plus the offset; NULL outside the slabs. */
 void *convoy__hostslab_device_ptr(const convoy__hostslab_ops_t *ops, convoy_context_t *ctx,
                                   const void *ptr, size_t bytes);
 

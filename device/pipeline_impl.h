@@ -165,7 +165,6 @@ typedef struct convoy__ring {
     char *in_split;          /* per stage-in submission: 1 when split (in in_subs' block;
                                 NULL when that could not be allocated) */
     int nin;
-    int in_place; /* flows its chores read in host memory (CONVOY_CLASS_INPUTS_IN_PLACE) */
     convoy__devcopy_t **held; /* flush-all: the copies it pushes, one user each */
     uint8_t *held_again;      /* beside held: pushed again by it (push_again) */
     int nheld;

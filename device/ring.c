@@ -175,7 +175,7 @@ typedef struct slot {
 /* The copies one member's reads need: H2D for copies not at the newest version, D2D into
  * its fresh buffers. Skips copies valid here (waiting for them if still arriving). */
 static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__stage_t *s,
-                        slot_t *slot, size_t *in_place_bytes)
+                        slot_t *slot, uint64_t in_place[2])
 {
     convoy__member_t *m = &r->m[i];
     convoy__task_t *t = m->task;
@@ -191,8 +191,8 @@ static void plan_member(convoy__pipe_t *p, convoy__ring_t *r, int i, convoy__sta
         if (c == NULL) { /* read in place: the home version, as a stage-in would copy it */
             convoy__coh_note_host(d, version);
             convoy__coh_read_home(d);
-            *in_place_bytes += d->bytes;
-            r->in_place++;
+            in_place[0]++; /* counted for the stats: reads, bytes */
+            in_place[1] += d->bytes;
             continue;
         }
         if (m->fresh[f] != NULL) {
@@ -256,15 +256,13 @@ static void stage_in(convoy__pipe_t *p, convoy__ring_t *r)
             convoy__member_fail(&r->m[i], MEMBER_FAIL_STAGE_IN, 0);
         return;
     }
-    size_t in_place_bytes = 0;
+    uint64_t in_place[2] = {0, 0};
     for (int i = 0; i < r->n; i++)
         if (!r->m[i].fail)
-            plan_member(p, r, i, &s, slot, &in_place_bytes);
-    if (r->in_place > 0) {
-        atomic_fetch_add_explicit(&p->ctx->stats.in_place_reads, (uint64_t)r->in_place,
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(&p->ctx->stats.in_place_bytes, in_place_bytes,
-                                  memory_order_relaxed);
+            plan_member(p, r, i, &s, slot, in_place);
+    if (in_place[0] > 0) {
+        atomic_fetch_add_explicit(&p->ctx->stats.in_place_reads, in_place[0], memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->ctx->stats.in_place_bytes, in_place[1], memory_order_relaxed);
     }
     if (s.n > 0)
         CONVOY__PROF_SUB(p, CONVOY__SUB_ISSUE,
