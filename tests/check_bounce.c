@@ -180,22 +180,29 @@ static calls_t sim_calls(const world_t *w)
 }
 
 /*
- * After a pushout home that was made to fail: the flush that carried it failed (counted
- * in transfers_failed), and the host copy stayed untouched until a later flush brought
- * the task's result home. Usually the wait's own flush is the one that fails, and the
- * wait says so; when the task was still finishing as the wait began, the wait's early
- * flush carried it and the wait's own flush retried it.
+ * After a pushout home that was made to fail: the host copy stayed untouched until a
+ * later push brought the task's result home, and a flush that failed was counted in
+ * transfers_failed. Usually the wait's own flush is the one that fails, and the wait says
+ * so (one flush failed); a second wait brings the result home. When the task was still
+ * finishing as the wait began (its completion counted, not yet out of flight), the wait's
+ * early flush carried it and the wait's own flush pushed it again: the wait succeeds, and
+ * the early flush is counted failed (1) unless that second push landed before it looked
+ * (0): forced by a pause between the two counts in convoy__done_flush, both came.
  */
 static void expect_pushout_retried(world_t *w)
 {
-    if (convoy_wait(w->ctx) != CONVOY_SUCCESS) {
+    int first_failed = convoy_wait(w->ctx) != CONVOY_SUCCESS;
+    if (first_failed) {
         ck_assert_int_eq(out_state(w, 0), 0); /* untouched: the block never reached it */
         ck_assert_int_eq(convoy_wait(w->ctx), CONVOY_SUCCESS);
     }
     ck_assert_int_eq(out_state(w, 0), 1);
     convoy_stats_t st;
     convoy_get_stats(w->ctx, &st);
-    ck_assert_uint_eq(st.transfers_failed, 1);
+    if (first_failed)
+        ck_assert_uint_eq(st.transfers_failed, 1);
+    else
+        ck_assert_uint_le(st.transfers_failed, 1);
 }
 
 static size_t varied(int t)
