@@ -194,40 +194,44 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
     return CONVOY_SUCCESS;
 }
 
-/* Wait until the tasks that use d have completed. */
+/* Wait until the tasks that use d have completed: its last writer and its readers, up to
+ * 16 not done yet at a time (nothing to allocate, so nothing to fall back on: the old
+ * fallback, without memory for a list of them, waited for every task in flight without
+ * hurrying any ring on). Each pass takes the next users not done from where the last
+ * stopped; one that reaches the list's end starts it over, and a whole sweep that finds
+ * none ends it. A sweep, not the indices, decides: the readers' list compacts as it
+ * grows (add_reader), should a task on d be inserted meanwhile. */
 static void wait_for_users(convoy_data_t *d)
 {
     convoy_context_t *ctx = d->ctx;
-    pthread_rwlock_rdlock(&ctx->insert_lock);
-    convoy__data_dep_lock(d);
-    int n = d->nreaders + (d->last_writer != NULL);
-    convoy__task_t *stack[16];
-    convoy__task_t **users = n <= 16 ? stack : malloc((size_t)n * sizeof(*users));
-    int k = 0;
-    if (users != NULL) {
-        if (d->last_writer != NULL)
-            users[k++] = d->last_writer;
-        for (int i = 0; i < d->nreaders; i++)
-            users[k++] = d->readers[i];
-        for (int i = 0; i < k; i++)
-            atomic_fetch_add(&users[i]->refs, 1);
+    int next = -1, found = 0; /* -1: the last writer, then readers[next] */
+    for (;;) {
+        convoy__task_t *users[16];
+        int k = 0;
+        pthread_rwlock_rdlock(&ctx->insert_lock);
+        convoy__data_dep_lock(d);
+        for (; k < 16 && next < d->nreaders; next++) {
+            convoy__task_t *t = next < 0 ? d->last_writer : d->readers[next];
+            if (t != NULL && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CONVOY__TASK_DONE) {
+                atomic_fetch_add(&t->refs, 1);
+                users[k++] = t;
+            }
+        }
+        int swept = next >= d->nreaders;
+        convoy__data_dep_unlock(d);
+        pthread_rwlock_unlock(&ctx->insert_lock);
+        for (int i = 0; i < k; i++) {
+            convoy__task_wait(ctx, users[i]);
+            convoy__task_unref(users[i]);
+        }
+        found |= k > 0;
+        if (swept) {
+            if (!found)
+                return;
+            next = -1;
+            found = 0;
+        }
     }
-    convoy__data_dep_unlock(d);
-    pthread_rwlock_unlock(&ctx->insert_lock);
-    if (users == NULL) {
-        /* No memory for the list: waiting for everything is slower but just as right. */
-        pthread_mutex_lock(&ctx->done_lock);
-        while (atomic_load(&ctx->inflight) > 0)
-            pthread_cond_wait(&ctx->done_cond, &ctx->done_lock);
-        pthread_mutex_unlock(&ctx->done_lock);
-        return;
-    }
-    for (int i = 0; i < k; i++) {
-        convoy__task_wait(ctx, users[i]);
-        convoy__task_unref(users[i]);
-    }
-    if (users != stack)
-        free(users);
 }
 
 /* Forget the datum's failed last writer and the readers it cancelled, under the insert

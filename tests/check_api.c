@@ -2,7 +2,7 @@
  * check_api: misuse of the public API gets a clear error and breaks nothing (NULL
  * arguments, bad flows, modes, flags and kinds, objects of another context, classes
  * without a chore for the devices in use), and failing chores are reported, cancel their
- * successors and leave the runtime and the data usable.
+ * successors and leave the runtime and the data usable; a free waits for every reader.
  */
 #include "config.h"
 
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/test_util.h"
 
@@ -694,6 +695,53 @@ START_TEST(failing_batch_chore)
 }
 END_TEST
 
+/* A reader that takes a moment (2 ms) and counts itself done. */
+static atomic_int readers_done;
+
+static int counted_reader(const convoy_task_view_t *t, void *stream)
+{
+    (void)t;
+    (void)stream;
+    nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+    atomic_fetch_add(&readers_done, 1);
+    return 0;
+}
+
+START_TEST(free_waits_for_every_reader)
+{
+    /* Proves: convoy_data_free returns only once every task that reads the datum is done,
+     * 40 readers behind its writer: more than the 16 its wait takes at a time, so it
+     * waits in passes (src/data.c wait_for_users). */
+    convoy_context_t *ctx = tu_init(config(_i));
+    convoy_access_t rw = CONVOY_RW, modes[2] = {CONVOY_READ, CONVOY_WRITE};
+    convoy_class_t *writer, *reader;
+    ck_assert_int_eq(convoy_class_new(ctx, "writer", 1, &rw, 0, &writer), 0);
+    ck_assert_int_eq(convoy_class_new(ctx, "reader", 2, modes, 0, &reader), 0);
+    ck_assert_int_eq(convoy_class_set_chore(writer, CONVOY_DEVICE_CPU, nop_chore), 0);
+    ck_assert_int_eq(convoy_class_set_chore(reader, CONVOY_DEVICE_CPU, counted_reader), 0);
+    if (on_sim(_i))
+        ck_assert_int_eq(convoy_class_set_chore(reader, CONVOY_DEVICE_SIM, counted_reader), 0);
+    enum { N = 40 };
+    static int in, out[N];
+    convoy_data_t *din, *dout[N];
+    ck_assert_int_eq(convoy_data_new(ctx, &in, sizeof(in), &din), 0);
+    atomic_store(&readers_done, 0);
+    ck_assert_int_eq(convoy_task_insert(ctx, writer, NULL, 0, &din), 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(convoy_data_new(ctx, &out[i], sizeof(out[i]), &dout[i]), 0);
+        convoy_data_t *f[2] = {din, dout[i]};
+        ck_assert_int_eq(convoy_task_insert(ctx, reader, NULL, 0, f), 0);
+    }
+    convoy_data_free(din);
+    int done = atomic_load(&readers_done);
+    ck_assert_msg(done == N, "convoy_data_free returned with %d of its %d readers done", done, N);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
+    for (int i = 0; i < N; i++)
+        convoy_data_free(dout[i]);
+    convoy_fini(ctx);
+}
+END_TEST
+
 START_TEST(fini_with_failures_and_live_data)
 {
     /* Proves: convoy_fini with unreported failures, pending tasks, live data handles and
@@ -736,6 +784,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, acquire_after_failure, 0, 4);
     tcase_add_loop_test(tc, acquire_after_failure_with_readers, 0, 4);
     tcase_add_loop_test(tc, failing_batch_chore, 0, 4);
+    tcase_add_loop_test(tc, free_waits_for_every_reader, 0, 4);
     tcase_add_loop_test(tc, fini_with_failures_and_live_data, 0, 4);
     return s;
 }
