@@ -199,8 +199,9 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
  * fallback, without memory for a list of them, waited for every task in flight without
  * hurrying any ring on). Each pass takes the next users not done from where the last
  * stopped; one that reaches the list's end starts it over, and a whole sweep that finds
- * none ends it. A sweep, not the indices, decides: the readers' list compacts as it
- * grows (add_reader), should a task on d be inserted meanwhile. */
+ * none ends it. A sweep, not the indices, decides: the readers' list compacts (add_reader
+ * as it grows, forget_failures). Tasks inserted on d meanwhile (a chore may insert them)
+ * are waited for too, where the old list was the call's snapshot. */
 static void wait_for_users(convoy_data_t *d)
 {
     convoy_context_t *ctx = d->ctx;
