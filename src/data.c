@@ -195,44 +195,39 @@ convoy_status_t convoy_data_set_flags(convoy_data_t *data, unsigned flags)
 }
 
 /* Wait until the tasks that use d have completed: its last writer and its readers, up to
- * 16 not done yet at a time (nothing to allocate, so nothing to fall back on: the old
- * fallback, without memory for a list of them, waited for every task in flight without
- * hurrying any ring on). Each pass takes the next users not done from where the last
- * stopped; one that reaches the list's end starts it over, and a whole sweep that finds
- * none ends it. A sweep, not the indices, decides: the readers' list compacts (add_reader
- * as it grows, forget_failures). Tasks inserted on d meanwhile (a chore may insert them)
- * are waited for too, where the old list was the call's snapshot. */
+ * 16 not yet done at a time, on the stack (nothing to allocate, so no failure to fall
+ * back from). Sweeps repeat until one finds none not done: the list may change between
+ * passes (it compacts in add_reader and forget_failures, and a chore may insert a task
+ * on d), so an index reached proves nothing; a sweep that finds every user done does. */
 static void wait_for_users(convoy_data_t *d)
 {
     convoy_context_t *ctx = d->ctx;
-    int next = -1, found = 0; /* -1: the last writer, then readers[next] */
-    for (;;) {
-        convoy__task_t *users[16];
-        int k = 0;
-        pthread_rwlock_rdlock(&ctx->insert_lock);
-        convoy__data_dep_lock(d);
-        for (; k < 16 && next < d->nreaders; next++) {
-            convoy__task_t *t = next < 0 ? d->last_writer : d->readers[next];
-            if (t != NULL && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CONVOY__TASK_DONE) {
-                atomic_fetch_add(&t->refs, 1);
-                users[k++] = t;
+    int found;
+    do {
+        found = 0;
+        for (int next = -1, swept = 0; !swept;) { /* -1: the last writer, then readers[next] */
+            convoy__task_t *users[16];
+            int k = 0;
+            pthread_rwlock_rdlock(&ctx->insert_lock);
+            convoy__data_dep_lock(d);
+            for (; k < 16 && next < d->nreaders; next++) {
+                convoy__task_t *t = next < 0 ? d->last_writer : d->readers[next];
+                if (t != NULL &&
+                    __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != CONVOY__TASK_DONE) {
+                    atomic_fetch_add(&t->refs, 1);
+                    users[k++] = t;
+                }
             }
+            swept = next >= d->nreaders;
+            convoy__data_dep_unlock(d);
+            pthread_rwlock_unlock(&ctx->insert_lock);
+            for (int i = 0; i < k; i++) {
+                convoy__task_wait(ctx, users[i]);
+                convoy__task_unref(users[i]);
+            }
+            found |= k > 0;
         }
-        int swept = next >= d->nreaders;
-        convoy__data_dep_unlock(d);
-        pthread_rwlock_unlock(&ctx->insert_lock);
-        for (int i = 0; i < k; i++) {
-            convoy__task_wait(ctx, users[i]);
-            convoy__task_unref(users[i]);
-        }
-        found |= k > 0;
-        if (swept) {
-            if (!found)
-                return;
-            next = -1;
-            found = 0;
-        }
-    }
+    } while (found);
 }
 
 /* Forget the datum's failed last writer and the readers it cancelled, under the insert

@@ -187,7 +187,7 @@ static calls_t sim_calls(const world_t *w)
  * finishing as the wait began (its completion counted, not yet out of flight), the wait's
  * early flush carried it and the wait's own flush pushed it again: the wait succeeds, and
  * the early flush is counted failed (1) unless that second push landed before it looked
- * (0): forced by a pause between the two counts in convoy__done_flush, both came.
+ * (0). A 3 ms pause between the two counts in convoy__done_flush brought both.
  */
 static void expect_pushout_retried(world_t *w)
 {

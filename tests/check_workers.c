@@ -411,12 +411,11 @@ END_TEST
  * spin_busy_us, 100 ms, bounds the whole). It left at the first idle moment past spin_us
  * before, and slept through the CPU tasks that came next.
  *
- * One attempt: 1 the poller still polled, 0 it had left, -1 the machine was too slow for
- * the attempt to say (from the insertion to the look 90 ms or more, within 10 of
- * spin_busy_us's bound, or 30 ms or more from the gate's opening, after which the device
- * went idle, to the look, of spin_us's 40: a poller gone then may have left as it should). A loaded
- * machine (CI's 2 cores compiling beside it) once took the whole past 100 ms, and the look found
- * the poller gone, rightly. */
+ * One attempt: 1 the poller still polled, 0 it had left, -1 the machine was too slow to
+ * say: the look came 90 ms or more after the insertion (spin_busy_us ends the poll at
+ * 100) or 30 ms or more after the gate opened (spin_us ends it 40 ms after the device
+ * goes idle), and a poller gone then may have left as it should. A loaded CI machine once
+ * took past 100 ms. */
 static int poller_attempt(void)
 {
     convoy_data_t *d = NULL;
