@@ -159,6 +159,15 @@ static int batch_chore(const convoy_task_view_t *const *v, int n, void *stream)
     return 0;
 }
 
+/* The batch chore calls so far (read under the lock they are logged under). */
+static int calls_made(void)
+{
+    pthread_mutex_lock(&g_log_lock);
+    int n = g_ncalls;
+    pthread_mutex_unlock(&g_log_lock);
+    return n;
+}
+
 static int touch_chore(const convoy_task_view_t *v, void *stream)
 {
     (void)v;
@@ -908,9 +917,12 @@ START_TEST(test_mixed_classes)
 }
 END_TEST
 
-/* A trickle of tasks (one, then a pause of 250 times batch_max_wait_us, then the next)
- * is not held back for a full ring: each closes on max_wait as a ring of one, and the
- * batch chore is called once per task. */
+/* A trickle of tasks (one, then a pause of 250 times batch_max_wait_us once its ring has
+ * run, then the next) is not held back for a full ring: each closes as a ring of one, and
+ * the batch chore is called once per task. Each insertion waits for its ring's chore
+ * call (5 s at most, times tu_slowdown()): a progress thread starved under load for the
+ * pause would otherwise see two tasks at once, and a ring held for a full one never
+ * comes. */
 START_TEST(test_trickle)
 {
     const int n = 8;
@@ -922,6 +934,10 @@ START_TEST(test_trickle)
     bench_init(&b, &ps);
     for (int i = 0; i < n; i++) {
         bench_new_task(&b, C_TINY, 8 * KiB, 8 * KiB);
+        for (double t0 = tu_now(); calls_made() <= i && tu_now() - t0 < 5 * tu_slowdown();)
+            nanosleep(&(struct timespec){.tv_nsec = 100 * 1000}, NULL);
+        ck_assert_msg(calls_made() == i + 1, "task %d: %d batch chore calls, not %d", i,
+                      calls_made(), i + 1);
         nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
     }
     bench_wait_all_ok(&b);

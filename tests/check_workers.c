@@ -362,46 +362,90 @@ static convoy_context_t *start_sim_gate(const char *spin_us, const char *spin_bu
 /* With every CPU worker asleep, a task reaches the sim device, which was idle: with
  * spin_busy_us above spin_us one worker is woken to poll while the device is busy (so
  * that the CPU tasks its completions make ready find it awake), and only one; with
- * spin_busy_us 0 none is. Returns the wake-ups sent. */
-static uint64_t accel_busy_wakeups(const char *spin_busy_us, int window_ms, int *polled_p)
+ * spin_busy_us 0 none is. */
+typedef struct busy_look {
+    int polled;    /* a worker polled (seen within window_ms of looks) */
+    int sleepers;  /* with polled: the first look that found 7 asleep and no wake-up on its
+                      way, else the last look's count asleep; -1 when not looked */
+    int on_way;    /* the same look's wake-ups on their way */
+    int timely;    /* with polled: 7 asleep seen within 90 ms of the last look that saw no
+                      poller (spin_busy_us, 100 ms, ends its poll); without: no gap of 90
+                      ms between two looks for a poller */
+    uint64_t sent; /* wake-ups sent */
+} busy_look_t;
+
+static busy_look_t accel_busy_wakeups(const char *spin_busy_us, int window_ms)
 {
     convoy_data_t *d = NULL;
     uint64_t before = 0;
     convoy_context_t *ctx = start_sim_gate("20", spin_busy_us, &d, &before);
+    convoy__queue_wait_t *w = &ctx->qwait[0];
+    busy_look_t b = {.sleepers = -1, .on_way = -1, .timely = 1};
     /* The woken worker polls for spin_busy_us (100 ms here) while the task runs. */
-    *polled_p = 0;
-    for (int i = 0; i < 10 * window_ms && !*polled_p; i++) {
-        *polled_p = atomic_load(&ctx->qwait[0].spinners) > 0;
-        if (!*polled_p)
+    /* The poller starts after the last look that saw none (or the insertion), so its
+     * window lasts at least 100 ms from that look: `none`. */
+    uint64_t t0 = convoy__now_ns(), last = t0, none = gate_inserted_ns;
+    while (!b.polled && convoy__now_ns() - t0 < (uint64_t)window_ms * 1000000u) {
+        uint64_t now = convoy__now_ns();
+        if (now - last >= 90000000u)
+            b.timely = 0; /* a poller may have come and gone between two looks */
+        last = now;
+        b.polled = atomic_load(&w->spinners) > 0;
+        if (!b.polled) {
+            none = now;
             sleep_us(100);
+        }
+    }
+    if (b.polled) {
+        /* The poller's place is taken at the wake-up, before the wake-up is counted. */
+        for (double s0 = tu_now(); atomic_load(&w->signals) == before && tu_now() - s0 < 10;)
+            sleep_us(100);
+        /* The woken worker has left its sleep: 7 asleep while it polls, looked at only
+         * within its window. */
+        b.timely = 0;
+        for (uint64_t now = convoy__now_ns(); now - none < 90000000u; now = convoy__now_ns()) {
+            b.sleepers = atomic_load(&w->sleepers);
+            b.on_way = atomic_load(&w->watches);
+            if (b.sleepers == WORKERS - 1 && b.on_way == 0) {
+                b.timely = 1;
+                break;
+            }
+            sleep_us(100);
+        }
     }
     sleep_us(20000); /* time for a second wake-up, if one were sent */
-    uint64_t sent = atomic_load(&ctx->qwait[0].signals) - before;
-    /* The poller's place is taken at the wake-up; the woken worker has left its sleep. */
-    if (*polled_p)
-        wait_sleepers(ctx, WORKERS - 1);
+    b.sent = atomic_load(&w->signals) - before;
     atomic_store(&gate_open, 1);
     ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
     convoy_data_free(d);
     convoy_fini(ctx);
-    return sent;
+    return b;
 }
 
+/* Judged on attempts the machine kept in time (see busy_look_t's timely): under load a
+ * look at the sleepers once came past the poller's window, all 8 rightly asleep. */
 START_TEST(accel_going_busy_wakes_one_poller)
 {
-    int polled = 0;
-    uint64_t sent = accel_busy_wakeups("100000", 2000, &polled);
-    ck_assert_msg(polled, "no CPU worker polled while the sim device was busy");
-    ck_assert_uint_eq(sent, 1);
+    busy_look_t b = {0};
+    for (int attempt = 0; attempt < 10; attempt++) {
+        b = accel_busy_wakeups("100000", 2000);
+        if (b.timely)
+            break;
+    }
+    ck_assert_msg(b.polled, "no CPU worker polled while the sim device was busy");
+    ck_assert_msg(b.timely,
+                  "10 attempts in a row: 7 workers asleep not seen within 90 ms "
+                  "of the poll's start (last look: %d asleep, %d wake-ups on their way)",
+                  b.sleepers, b.on_way);
+    ck_assert_uint_eq(b.sent, 1);
 }
 END_TEST
 
 START_TEST(accel_going_busy_wakes_none_without_busy_polling)
 {
-    int polled = 0;
-    uint64_t sent = accel_busy_wakeups("0", 50, &polled);
-    ck_assert_msg(!polled, "a CPU worker polled with spin_busy_us 0 and no CPU task");
-    ck_assert_uint_eq(sent, 0);
+    busy_look_t b = accel_busy_wakeups("0", 50);
+    ck_assert_msg(!b.polled, "a CPU worker polled with spin_busy_us 0 and no CPU task");
+    ck_assert_uint_eq(b.sent, 0);
 }
 END_TEST
 
@@ -556,8 +600,8 @@ END_TEST
  * runs. A task the callback inserts may wait for one of them (an edge to it, without
  * memory, waits for it to complete: a review reproduced a hang so), and a task still
  * held back by the progress thread would never run. Each of a ring's 4 members has a
- * callback that waits (up to 2 s) for the CPU successor its own completion made ready to
- * have run; the second member's was held before its callback ran. */
+ * callback that waits (up to 2 s, times tu_slowdown()) for the CPU successor its own completion
+ * made ready to have run; the second member's was held before its callback ran. */
 enum { CB_MEMBERS = 4 };
 static atomic_int succ_done[CB_MEMBERS], seen_in_callback[CB_MEMBERS];
 
@@ -574,7 +618,7 @@ static void wait_successor_cb(void *arg, uint64_t task_id, convoy_status_t outco
     (void)outcome;
     (void)msg;
     int i = *(int *)arg;
-    for (int k = 0; k < 20000 && !atomic_load(&succ_done[i]); k++)
+    for (double t0 = tu_now(); !atomic_load(&succ_done[i]) && tu_now() - t0 < 2 * tu_slowdown();)
         sleep_us(100);
     atomic_store(&seen_in_callback[i], atomic_load(&succ_done[i]));
 }

@@ -86,6 +86,30 @@ int tu_thread_count(void)
     return n;
 }
 
+int tu_thread_count_settled(int want)
+{
+    int now = tu_thread_count();
+    for (double t0 = tu_now(); now != want && tu_now() - t0 < tu_slowdown();
+         now = tu_thread_count())
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    return now;
+}
+
+int tu_thread_count_stable(void)
+{
+    int now = tu_thread_count();
+    double t0 = tu_now(), since = t0;
+    while (tu_now() - since < 0.05 && tu_now() - t0 < tu_slowdown()) {
+        nanosleep(&(struct timespec){.tv_nsec = 5 * 1000 * 1000}, NULL);
+        int n = tu_thread_count();
+        if (n != now) {
+            now = n;
+            since = tu_now();
+        }
+    }
+    return now;
+}
+
 /* Non-zero when a debugger (or any tracer) is attached. */
 static int traced(void)
 {
