@@ -89,8 +89,7 @@ int tu_thread_count(void)
 int tu_thread_count_settled(int want)
 {
     int now = tu_thread_count();
-    for (double t0 = tu_now(); now != want && tu_now() - t0 < tu_slowdown();
-         now = tu_thread_count())
+    for (double t0 = tu_now(); now > want && tu_now() - t0 < tu_slowdown(); now = tu_thread_count())
         nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
     return now;
 }

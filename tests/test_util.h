@@ -79,9 +79,9 @@ void tu_env_clear(void);
 
 /* Threads of this process (from /proc/self/task); -1 when unknown. */
 int tu_thread_count(void);
-/* The thread count once it is `want`, else after a second (times tu_slowdown()): a joined
- * thread stays listed in /proc for a moment while the kernel reaps it, longer on a
- * loaded machine. A thread that really outlives its join stays listed. */
+/* The thread count once it is at most `want`, else after a second (times tu_slowdown()):
+ * a joined thread stays listed in /proc for a moment while the kernel reaps it, longer on
+ * a loaded machine. A thread that really outlives its join stays listed. */
 int tu_thread_count_settled(int want);
 /* The thread count once it has not changed for 50 ms (at most a second, times
  * tu_slowdown()): for a count to start from when threads that outlive a context (a
