@@ -35,26 +35,37 @@ static void sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
-/* Wait (up to 10 s) until exactly n CPU workers sleep on queue 0 with no wake-up on its
- * way to any of them. Each look reads the counts once, and the verdict is that look's: a
- * worker woken by the last convoy_wait (its expedite) may still be on its way, counted
- * asleep until it wakes, and then awake for a moment; a test that read the count twice
- * saw 8 asleep, then 7 (CI once, 2026-12-04; 3 in 60 runs under ThreadSanitizer). */
-static void wait_sleepers(convoy_context_t *ctx, int n)
+/* Look until exactly n CPU workers sleep on queue 0 with no wake-up on its way to any of
+ * them, or until deadline_ns; returns whether a look saw it, and that look's counts (or
+ * the last look's) through asleep_p and on_way_p. Each look reads the counts once, and
+ * the verdict is that look's: a worker woken by the last convoy_wait (its expedite) may
+ * still be on its way, counted asleep until it wakes, and then awake for a moment; a test
+ * that read the count twice saw 8 asleep, then 7 (CI once, 2026-12-04; 3 in 60 runs
+ * under ThreadSanitizer). */
+static int sleepers_seen(convoy_context_t *ctx, int n, uint64_t deadline_ns, int *asleep_p,
+                         int *on_way_p)
 {
     convoy__queue_wait_t *w = &ctx->qwait[0];
-    int asleep = -1, on_way = -1;
-    for (int i = 0; i < 100000; i++) {
-        asleep = atomic_load(&w->sleepers);
-        on_way = atomic_load(&w->watches);
-        if (asleep == n && on_way == 0)
-            break;
+    do {
+        *asleep_p = atomic_load(&w->sleepers);
+        *on_way_p = atomic_load(&w->watches);
+        if (*asleep_p == n && *on_way_p == 0)
+            return 1;
         sleep_us(100);
-    }
-    ck_assert_msg(asleep == n && on_way == 0,
+    } while (convoy__now_ns() < deadline_ns);
+    return 0;
+}
+
+/* Wait (up to 10 s, times tu_slowdown()) until exactly n CPU workers sleep on queue 0
+ * with no wake-up on its way (sleepers_seen). */
+static void wait_sleepers(convoy_context_t *ctx, int n)
+{
+    int asleep = -1, on_way = -1;
+    uint64_t deadline = convoy__now_ns() + (uint64_t)(10e9 * tu_slowdown());
+    ck_assert_msg(sleepers_seen(ctx, n, deadline, &asleep, &on_way),
                   "%d workers asleep, not %d, with %d wake-ups on their way (pollers %d, "
                   "queued %d)",
-                  asleep, n, on_way, atomic_load(&w->spinners),
+                  asleep, n, on_way, atomic_load(&ctx->qwait[0].spinners),
                   ctx->sched->depth(ctx->sched_state, 0));
 }
 
@@ -381,9 +392,9 @@ static busy_look_t accel_busy_wakeups(const char *spin_busy_us, int window_ms)
     convoy_context_t *ctx = start_sim_gate("20", spin_busy_us, &d, &before);
     convoy__queue_wait_t *w = &ctx->qwait[0];
     busy_look_t b = {.sleepers = -1, .on_way = -1, .timely = 1};
-    /* The woken worker polls for spin_busy_us (100 ms here) while the task runs. */
-    /* The poller starts after the last look that saw none (or the insertion), so its
-     * window lasts at least 100 ms from that look: `none`. */
+    /* The woken worker polls for spin_busy_us (100 ms here) while the task runs. It starts
+     * after the last look that saw no poller (or the insertion), so its window lasts at
+     * least 100 ms from that look: `none`. */
     uint64_t t0 = convoy__now_ns(), last = t0, none = gate_inserted_ns;
     while (!b.polled && convoy__now_ns() - t0 < (uint64_t)window_ms * 1000000u) {
         uint64_t now = convoy__now_ns();
@@ -396,20 +407,10 @@ static busy_look_t accel_busy_wakeups(const char *spin_busy_us, int window_ms)
             sleep_us(100);
         }
     }
-    if (b.polled) {
-        /* The woken worker has left its sleep: 7 asleep while it polls, looked at only
-         * within its window. */
-        b.timely = 0;
-        for (uint64_t now = convoy__now_ns(); now - none < 90000000u; now = convoy__now_ns()) {
-            b.sleepers = atomic_load(&w->sleepers);
-            b.on_way = atomic_load(&w->watches);
-            if (b.sleepers == WORKERS - 1 && b.on_way == 0) {
-                b.timely = 1;
-                break;
-            }
-            sleep_us(100);
-        }
-    }
+    /* The woken worker has left its sleep: 7 asleep while it polls, looked at only within
+     * its window. */
+    if (b.polled)
+        b.timely = sleepers_seen(ctx, WORKERS - 1, none + 90000000u, &b.sleepers, &b.on_way);
     /* The poller's place is taken at the wake-up, before the wake-up is counted. */
     for (double s0 = tu_now();
          b.polled && atomic_load(&w->signals) == before && tu_now() - s0 < 10;)
