@@ -237,6 +237,8 @@ static void prefetch_member(const convoy__pipe_t *p, const convoy__member_t *m)
     }
 }
 
+#define TRACE_IDS 64 /* task ids a group's traced step gathers at a time */
+
 /* Lifecycle steps of a group's members, for the trace, as the host sees them. */
 static void trace_steps(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
 {
@@ -245,19 +247,27 @@ static void trace_steps(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g
     for (int k = g->traced_steps; k < 2 && g->state != GROUP_WAIT_IN; k++) {
         if (!convoy__pev_poll(p, evs[k]))
             break;
-        uint64_t now = convoy__now_ns();
+        /* One step for the group's tasks not yet completed (a completed one's record may
+         * be freed), their ids gathered and recorded TRACE_IDS at a time. */
+        const convoy__trace_event_t step = {.kind = CONVOY__EV_TASK,
+                                            .stage = (uint8_t)steps[k],
+                                            .ts_ns = convoy__now_ns(),
+                                            .ring_id = r->id,
+                                            .name = r->cls->name};
+        uint64_t ids[TRACE_IDS];
+        int nids = 0;
         for (int i = 0; i < g->count; i++) {
             const convoy__member_t *m = &r->m[r->order[g->first + i]];
             if (m->completed)
-                continue; /* its task may be freed */
-            convoy__task_t *t = m->task;
-            convoy__trace_emit(p->ctx->trace, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
-                                                                       .stage = (uint8_t)steps[k],
-                                                                       .ts_ns = now,
-                                                                       .task_id = t->id,
-                                                                       .ring_id = r->id,
-                                                                       .name = t->cls->name});
+                continue;
+            ids[nids++] = m->task->id;
+            if (nids == TRACE_IDS) {
+                convoy__trace_emit_tasks(p->ctx->trace, &step, ids, nids);
+                nids = 0;
+            }
         }
+        if (nids > 0)
+            convoy__trace_emit_tasks(p->ctx->trace, &step, ids, nids);
         g->traced_steps = k + 1;
     }
 }

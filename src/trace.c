@@ -267,12 +267,9 @@ static int intern_grow(convoy__trace_t *t)
     return 0;
 }
 
-/* The trace's copy of name (same pointer, same copy); NULL without memory. */
-static const char *intern(convoy__trace_t *t, tbuf_t *b, const char *name)
+/* intern's lookup and insertion under the lock, for a name not in b's cache (slot). */
+static const char *intern_locked(convoy__trace_t *t, tbuf_t *b, const char *name, size_t slot)
 {
-    size_t slot = convoy__trace_ptr_hash(name) & (NAME_CACHE - 1);
-    if (CONVOY__LIKELY(b->cache[slot].key == name))
-        return b->cache[slot].val;
     const char *val = NULL;
     pthread_mutex_lock(&t->lock);
     if (2 * (t->icount + 1) > t->icap && intern_grow(t) != 0)
@@ -298,26 +295,68 @@ out:
     return val;
 }
 
+/* The trace's copy of name (same pointer, same copy); NULL without memory. Inline: the
+ * per-buffer cache answers nearly every event. */
+static inline const char *intern(convoy__trace_t *t, tbuf_t *b, const char *name)
+{
+    size_t slot = convoy__trace_ptr_hash(name) & (NAME_CACHE - 1);
+    if (CONVOY__LIKELY(b->cache[slot].key == name))
+        return b->cache[slot].val;
+    return intern_locked(t, b, name, slot);
+}
+
+/* A fresh chunk linked after b's full tail (a ready one of the feeder's once chunks are
+ * at their largest); NULL without memory. */
+static chunk_t *chunk_next(convoy__trace_t *t, tbuf_t *b)
+{
+    chunk_t *c = b->tail;
+    size_t bytes = CONVOY__MIN(2 * (size_t)c->bytes, TRACE_CHUNK_MAX);
+    chunk_t *nc = bytes == TRACE_CHUNK_MAX ? convoy__trace_feed_take(t->feed) : NULL;
+    if (nc == NULL)
+        nc = convoy__trace_chunk_new(bytes);
+    if (nc == NULL)
+        return NULL;
+    atomic_store_explicit(&c->next, nc, memory_order_release);
+    b->tail = nc;
+    return nc;
+}
+
+/* The chunk the calling thread's next event goes into, with room for one at least; NULL
+ * without memory. */
+static inline chunk_t *chunk_with_room(convoy__trace_t *t, tbuf_t *b)
+{
+    chunk_t *c = b->tail;
+    if (CONVOY__LIKELY(atomic_load_explicit(&c->n, memory_order_relaxed) < c->cap))
+        return c;
+    return chunk_next(t, b);
+}
+
+/* The calling thread's buffer in t, attached on its first event; NULL without memory. */
+static tbuf_t *thread_buf(convoy__trace_t *t)
+{
+    return CONVOY__LIKELY(tls_gen == t->gen) ? tls_buf : attach(t);
+}
+
+/* Count n events of kind in b (the owner's store; readers load it relaxed). */
+static void count_kind(tbuf_t *b, int kind, unsigned n)
+{
+    _Atomic uint64_t *cnt = &b->count[kind];
+    atomic_store_explicit(cnt, atomic_load_explicit(cnt, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
 /* Record one event: a copy into the calling thread's buffer. Never blocks except the
  * first time a thread emits into a trace and when a name is seen for the first time. */
 void convoy__trace_emit(convoy__trace_t *t, const convoy__trace_event_t *ev)
 {
-    tbuf_t *b = tls_buf;
-    if (CONVOY__UNLIKELY(tls_gen != t->gen) && (b = attach(t)) == NULL)
-        goto drop;
-    if (CONVOY__UNLIKELY(ev->kind >= NKINDS))
+    tbuf_t *b = thread_buf(t);
+    if (b == NULL || CONVOY__UNLIKELY(ev->kind >= NKINDS))
         goto drop;
     chunk_t *c = b->tail;
     unsigned n = atomic_load_explicit(&c->n, memory_order_relaxed);
     if (CONVOY__UNLIKELY(n == c->cap)) {
-        size_t bytes = CONVOY__MIN(2 * (size_t)c->bytes, TRACE_CHUNK_MAX);
-        chunk_t *nc = bytes == TRACE_CHUNK_MAX ? convoy__trace_feed_take(t->feed) : NULL;
-        if (nc == NULL)
-            nc = convoy__trace_chunk_new(bytes);
-        if (nc == NULL)
+        if ((c = chunk_next(t, b)) == NULL)
             goto drop;
-        atomic_store_explicit(&c->next, nc, memory_order_release);
-        b->tail = c = nc;
         n = 0;
     }
     convoy__trace_event_t *e = &c->ev[n];
@@ -325,12 +364,38 @@ void convoy__trace_emit(convoy__trace_t *t, const convoy__trace_event_t *ev)
     if (ev->name != NULL && (e->name = intern(t, b, ev->name)) == NULL)
         goto drop;
     atomic_store_explicit(&c->n, n + 1, memory_order_release);
-    _Atomic uint64_t *cnt = &b->count[ev->kind];
-    atomic_store_explicit(cnt, atomic_load_explicit(cnt, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    count_kind(b, ev->kind, 1);
     return;
 drop:
     atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+}
+
+void convoy__trace_emit_tasks(convoy__trace_t *t, const convoy__trace_event_t *tmpl,
+                              const uint64_t *task_ids, int n)
+{
+    tbuf_t *b = thread_buf(t);
+    convoy__trace_event_t ev = *tmpl;
+    if (b == NULL || CONVOY__UNLIKELY(ev.kind >= NKINDS) ||
+        (ev.name != NULL && (ev.name = intern(t, b, ev.name)) == NULL)) {
+        atomic_fetch_add_explicit(&t->dropped, (uint64_t)n, memory_order_relaxed);
+        return;
+    }
+    for (int done = 0; done < n;) {
+        chunk_t *c = chunk_with_room(t, b);
+        if (c == NULL) {
+            atomic_fetch_add_explicit(&t->dropped, (uint64_t)(n - done), memory_order_relaxed);
+            return;
+        }
+        unsigned first = atomic_load_explicit(&c->n, memory_order_relaxed);
+        unsigned k = (unsigned)CONVOY__MIN((unsigned)(n - done), c->cap - first);
+        for (unsigned i = 0; i < k; i++) {
+            ev.task_id = task_ids[done + (int)i];
+            c->ev[first + i] = ev;
+        }
+        atomic_store_explicit(&c->n, first + k, memory_order_release);
+        count_kind(b, ev.kind, k);
+        done += (int)k;
+    }
 }
 
 void convoy__trace_name(convoy__trace_t *t, int pid, int tid, const char *name)

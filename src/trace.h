@@ -78,6 +78,10 @@ convoy_status_t convoy__trace_close(convoy__trace_t *trace);
 void convoy__trace_discard(convoy__trace_t *trace);
 
 void convoy__trace_emit(convoy__trace_t *trace, const convoy__trace_event_t *ev);
+/* Record n events equal to tmpl but for their task_id, ids[0..n): one name lookup and one
+ * publication per chunk they fill, for the lifecycle steps of a group of tasks. */
+void convoy__trace_emit_tasks(convoy__trace_t *trace, const convoy__trace_event_t *tmpl,
+                              const uint64_t *task_ids, int n);
 /* Name a process or a thread (copied). */
 void convoy__trace_name(convoy__trace_t *trace, int pid, int tid, const char *name);
 /* Whether flow arrows were asked for (CONVOY_TRACE_FLOWS). */

@@ -941,6 +941,71 @@ START_TEST(feeder_hands_chunks)
 }
 END_TEST
 
+#define GROUPED 30000 /* past a thread's first chunks, in groups of every size below */
+
+/* A group's step recorded at once (convoy__trace_emit_tasks, as the progress thread does
+ * for a ring's members) between single events: each task's event once, with its id, the
+ * group's step, ring and name, groups filling a chunk going on in the next. */
+START_TEST(writer_group_steps)
+{
+    static const int sizes[] = {1, 7, 64, 65, 300, 2500};
+    char path[128];
+    convoy__trace_t *t = open_scratch("g.json", 0, path, sizeof(path));
+    uint64_t *ids = malloc(GROUPED * sizeof(*ids));
+    ck_assert_ptr_nonnull(ids);
+    for (int i = 0; i < GROUPED; i++)
+        ids[i] = 1000000 + (uint64_t)i;
+    int done = 0, singles = 0;
+    for (int k = 0; done < GROUPED; k++) {
+        int n = sizes[k % 6] < GROUPED - done ? sizes[k % 6] : GROUPED - done;
+        convoy__trace_emit_tasks(t,
+                                 &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                          .stage = CONVOY__STEP_STAGED_IN,
+                                                          .ts_ns = 5000 + (uint64_t)k,
+                                                          .ring_id = 7,
+                                                          .name = "grouped"},
+                                 &ids[done], n);
+        done += n;
+        convoy__trace_emit(t, &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
+                                                       .stage = CONVOY__STEP_READY,
+                                                       .ts_ns = 5000 + (uint64_t)k,
+                                                       .task_id = (uint64_t)k,
+                                                       .ring_id = -1,
+                                                       .name = "single"});
+        singles++;
+    }
+    ck_assert_uint_eq(convoy__trace_count(t, CONVOY__EV_TASK), (uint64_t)(GROUPED + singles));
+    ck_assert_int_eq(convoy__trace_close(t), CONVOY_SUCCESS);
+    json_t *root = load_events(path);
+    json_t *evs = json_object_get(root, "traceEvents");
+    unsigned char *seen = calloc(GROUPED, 1);
+    ck_assert_ptr_nonnull(seen);
+    int grouped = 0, single = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *e = json_array_get(evs, i);
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_t *args = json_object_get(e, "args");
+        if (name == NULL || strcmp(name, "staged-in") != 0) {
+            single += name != NULL && strcmp(name, "ready") == 0;
+            continue;
+        }
+        json_int_t id = json_integer_value(json_object_get(args, "task")) - 1000000;
+        ck_assert_msg(id >= 0 && id < GROUPED && !seen[id],
+                      "task %lld: not one of the group's, or twice", (long long)id + 1000000);
+        seen[id] = 1;
+        ck_assert_int_eq(json_integer_value(json_object_get(args, "ring")), 7);
+        ck_assert_str_eq(json_string_value(json_object_get(args, "class")), "grouped");
+        grouped++;
+    }
+    ck_assert_int_eq(grouped, GROUPED);
+    ck_assert_int_eq(single, singles);
+    free(seen);
+    free(ids);
+    json_decref(root);
+    remove_dir(1);
+}
+END_TEST
+
 /* A trace without events is valid JSON too; a later name replaces an earlier one. */
 START_TEST(writer_empty)
 {
@@ -1102,6 +1167,7 @@ static Suite *suite(void)
     tc = tu_tcase(s, "writer", 30);
     tcase_add_test(tc, writer_serialises_and_escapes);
     tcase_add_test(tc, writer_many_threads);
+    tcase_add_test(tc, writer_group_steps);
     tcase_add_loop_test(tc, feeder_hands_chunks, 0, 2);
     tcase_add_test(tc, writer_empty);
     tcase_add_test(tc, writer_discard);
