@@ -321,13 +321,15 @@ static chunk_t *chunk_next(convoy__trace_t *t, tbuf_t *b)
     return nc;
 }
 
-/* The chunk the calling thread's next event goes into, with room for one at least; NULL
- * without memory. */
-static inline chunk_t *chunk_with_room(convoy__trace_t *t, tbuf_t *b)
+/* The chunk the calling thread's next event goes into, with room for one at least, and in
+ * *n its count of events; NULL without memory. */
+static inline chunk_t *chunk_with_room(convoy__trace_t *t, tbuf_t *b, unsigned *n)
 {
     chunk_t *c = b->tail;
-    if (CONVOY__LIKELY(atomic_load_explicit(&c->n, memory_order_relaxed) < c->cap))
+    *n = atomic_load_explicit(&c->n, memory_order_relaxed);
+    if (CONVOY__LIKELY(*n < c->cap))
         return c;
+    *n = 0;
     return chunk_next(t, b);
 }
 
@@ -352,13 +354,10 @@ void convoy__trace_emit(convoy__trace_t *t, const convoy__trace_event_t *ev)
     tbuf_t *b = thread_buf(t);
     if (b == NULL || CONVOY__UNLIKELY(ev->kind >= NKINDS))
         goto drop;
-    chunk_t *c = b->tail;
-    unsigned n = atomic_load_explicit(&c->n, memory_order_relaxed);
-    if (CONVOY__UNLIKELY(n == c->cap)) {
-        if ((c = chunk_next(t, b)) == NULL)
-            goto drop;
-        n = 0;
-    }
+    unsigned n;
+    chunk_t *c = chunk_with_room(t, b, &n);
+    if (c == NULL)
+        goto drop;
     convoy__trace_event_t *e = &c->ev[n];
     *e = *ev;
     if (ev->name != NULL && (e->name = intern(t, b, ev->name)) == NULL)
@@ -381,12 +380,12 @@ void convoy__trace_emit_tasks(convoy__trace_t *t, const convoy__trace_event_t *t
         return;
     }
     for (int done = 0; done < n;) {
-        chunk_t *c = chunk_with_room(t, b);
+        unsigned first;
+        chunk_t *c = chunk_with_room(t, b, &first);
         if (c == NULL) {
             atomic_fetch_add_explicit(&t->dropped, (uint64_t)(n - done), memory_order_relaxed);
             return;
         }
-        unsigned first = atomic_load_explicit(&c->n, memory_order_relaxed);
         unsigned k = (unsigned)CONVOY__MIN((unsigned)(n - done), c->cap - first);
         for (unsigned i = 0; i < k; i++) {
             ev.task_id = task_ids[done + (int)i];
