@@ -239,37 +239,34 @@ static void prefetch_member(const convoy__pipe_t *p, const convoy__member_t *m)
 
 #define TRACE_IDS 64 /* task ids a group's traced step gathers at a time */
 
-/* Lifecycle steps of a group's members, for the trace, as the host sees them. */
+/* Lifecycle steps of a group's members, for the trace, as the host sees them: the steps
+ * seen done since the last look, each for the group's tasks not yet completed (a
+ * completed one's record may be freed), their ids gathered once and recorded TRACE_IDS
+ * at a time. */
 static void trace_steps(convoy__pipe_t *p, convoy__ring_t *r, convoy__group_t *g)
 {
-    int steps[2] = {CONVOY__STEP_STAGED_IN, CONVOY__STEP_EXECUTED};
+    static const uint8_t steps[2] = {CONVOY__STEP_STAGED_IN, CONVOY__STEP_EXECUTED};
     convoy__pev_t *evs[2] = {g->in_ev, g->exec_ev};
-    for (int k = g->traced_steps; k < 2 && g->state != GROUP_WAIT_IN; k++) {
-        if (!convoy__pev_poll(p, evs[k]))
-            break;
-        /* One step for the group's tasks not yet completed (a completed one's record may
-         * be freed), their ids gathered and recorded TRACE_IDS at a time. */
-        const convoy__trace_event_t step = {.kind = CONVOY__EV_TASK,
-                                            .stage = (uint8_t)steps[k],
-                                            .ts_ns = convoy__now_ns(),
-                                            .ring_id = r->id,
-                                            .name = r->cls->name};
-        uint64_t ids[TRACE_IDS];
-        int nids = 0;
-        for (int i = 0; i < g->count; i++) {
+    int from = g->traced_steps, to = from;
+    while (to < 2 && g->state != GROUP_WAIT_IN && convoy__pev_poll(p, evs[to]))
+        to++;
+    if (to == from)
+        return;
+    convoy__trace_event_t step = {
+        .kind = CONVOY__EV_TASK, .ts_ns = convoy__now_ns(), .ring_id = r->id, .name = r->cls->name};
+    uint64_t ids[TRACE_IDS];
+    for (int i = 0, nids = 0; i < g->count; nids = 0) {
+        for (; i < g->count && nids < TRACE_IDS; i++) {
             const convoy__member_t *m = &r->m[r->order[g->first + i]];
-            if (m->completed)
-                continue;
-            ids[nids++] = m->task->id;
-            if (nids == TRACE_IDS) {
-                convoy__trace_emit_tasks(p->ctx->trace, &step, ids, nids);
-                nids = 0;
-            }
+            if (!m->completed)
+                ids[nids++] = m->task->id;
         }
-        if (nids > 0)
+        for (int k = from; k < to && nids > 0; k++) {
+            step.stage = steps[k];
             convoy__trace_emit_tasks(p->ctx->trace, &step, ids, nids);
-        g->traced_steps = k + 1;
+        }
     }
+    g->traced_steps = to;
 }
 
 /* A ring that could not be grouped: its members fail once their copies have landed. */

@@ -323,6 +323,7 @@ void convoy__task_complete(convoy__task_t *task, int outcome, const char *msg);
  * until then waits see these tasks as in flight (they are done, and wake at the flush).
  */
 #define CONVOY__DONE_BATCH_SLOTS 4
+#define CONVOY__DONE_STAMP_USES 16
 typedef struct convoy__done_batch {
     convoy_context_t *ctx;
     int64_t inflight, completed; /* tasks done since the flush; of them, program tasks
@@ -335,8 +336,14 @@ typedef struct convoy__done_batch {
      * ring is seen over, and clears it after: a clock read costs 47 ns on the H200 host) */
     uint64_t stamp_ns;
     int stamp_uses;
+    /* Traced: the lifecycle events of completions that differ only in their task, kept
+     * to be recorded at once (convoy__trace_emit_tasks) at the flush, or when a
+     * completion's differs or the ids are full: one record per stamp, not per task. */
+    int ntraced;
+    convoy__trace_t *trace;
+    convoy__trace_event_t traced;
+    uint64_t traced_ids[CONVOY__DONE_STAMP_USES];
 } convoy__done_batch_t;
-#define CONVOY__DONE_STAMP_USES 16
 /* convoy__task_complete, counted in b (NULL: at once). */
 void convoy__task_complete_in(convoy__task_t *task, int outcome, const char *msg,
                               convoy__done_batch_t *b);

@@ -163,6 +163,13 @@ static void wake_done(convoy_context_t *ctx)
     pthread_mutex_unlock(&ctx->done_lock);
 }
 
+/* Record the events b keeps (see core.h). */
+static void traced_flush(convoy__done_batch_t *b)
+{
+    convoy__trace_emit_tasks(b->trace, &b->traced, b->traced_ids, b->ntraced);
+    b->ntraced = 0;
+}
+
 /* Count t done in b, whose first flush takes it off the shared counters. */
 static void batch_add(convoy_context_t *ctx, convoy__done_batch_t *b, const convoy__task_t *t)
 {
@@ -188,6 +195,8 @@ static void batch_add(convoy_context_t *ctx, convoy__done_batch_t *b, const conv
 
 void convoy__done_flush(convoy__done_batch_t *b)
 {
+    if (b->ntraced > 0) /* before the counts: a wait they end finds the events recorded */
+        traced_flush(b);
     if (b->inflight == 0)
         return;
     convoy_context_t *ctx = b->ctx;
@@ -220,6 +229,37 @@ static uint64_t done_stamp(convoy__done_batch_t *b)
     return b->stamp_ns;
 }
 
+/* t's outcome, for the trace: kept in b with the events like it, or recorded now. */
+static void trace_outcome(convoy__trace_t *trace, const convoy__task_t *t, int outcome,
+                          convoy__done_batch_t *b, uint64_t ts_ns)
+{
+    static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
+                                   CONVOY__STEP_CANCELLED};
+    if (b != NULL && b->ntraced > 0 &&
+        (b->ntraced == CONVOY__DONE_STAMP_USES || b->traced.stage != step[outcome] ||
+         b->traced.ts_ns != ts_ns || b->traced.ring_id != t->ring_id ||
+         b->traced.name != t->cls->name || b->trace != trace))
+        traced_flush(b);
+    if (b != NULL && b->ntraced > 0) {
+        b->traced_ids[b->ntraced++] = t->id;
+        return;
+    }
+    const convoy__trace_event_t ev = {.kind = CONVOY__EV_TASK,
+                                      .stage = step[outcome],
+                                      .ts_ns = ts_ns,
+                                      .task_id = t->id,
+                                      .ring_id = t->ring_id,
+                                      .name = t->cls->name};
+    if (b == NULL) {
+        convoy__trace_emit(trace, &ev);
+        return;
+    }
+    b->trace = trace;
+    b->traced = ev;
+    b->traced_ids[0] = t->id;
+    b->ntraced = 1;
+}
+
 /* Complete one task; successors that become ready are pushed, and those that must be
  * cancelled are returned through *cancel_list (linked by ->next) for the caller's loop,
  * so a long chain of cancellations does not recurse. With b, the counters every
@@ -232,17 +272,8 @@ static void complete_one(convoy_context_t *ctx, convoy__task_t *t, int outcome, 
     if (outcome != CONVOY__OK)
         record_failure(ctx, t, outcome, msg);
     count_outcome(ctx, t, outcome, b);
-    if (ctx->trace != NULL && !convoy__task_internal(t)) {
-        static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
-                                       CONVOY__STEP_CANCELLED};
-        convoy__trace_emit(ctx->trace,
-                           &(convoy__trace_event_t){.kind = CONVOY__EV_TASK,
-                                                    .stage = step[outcome],
-                                                    .ts_ns = ts_ns ? ts_ns : convoy__now_ns(),
-                                                    .task_id = t->id,
-                                                    .ring_id = t->ring_id,
-                                                    .name = cls->name});
-    }
+    if (ctx->trace != NULL && !convoy__task_internal(t))
+        trace_outcome(ctx->trace, t, outcome, b, ts_ns ? ts_ns : convoy__now_ns());
 
     task_lock(t);
     t->outcome = (uint8_t)outcome;

@@ -16,29 +16,10 @@
 #include "device/device.h"
 #include "src/context.h"
 #include "src/core.h"
+#include "tests/task_records.h"
 #include "tests/test_util.h"
 
 enum { NGEN = CONVOY__DONE_BATCH_SLOTS + 2 };
-
-/* A program task of cls over d, in wait generation gen, counted in flight as an
- * insertion counts it; not in the graph (the batch is what is tested). */
-static convoy__task_t *counted_task(convoy_context_t *ctx, convoy_class_t *cls, convoy_data_t *d,
-                                    uint64_t gen)
-{
-    convoy__task_t *t = convoy__task_record_new(ctx, 1);
-    ck_assert_ptr_nonnull(t);
-    t->cls = cls;
-    atomic_init(&t->refs, 1);
-    t->succ = t->succ_inline;
-    t->succ_cap = CONVOY__TASK_INLINE_SUCC;
-    t->args = t->inline_args;
-    t->gen = gen;
-    t->queue = 0;
-    t->data[0] = d;
-    atomic_fetch_add(&ctx->gen_count[gen % CONVOY__WAIT_GENS], 1);
-    atomic_fetch_add(&ctx->inflight, 1);
-    return t;
-}
 
 static int64_t gen_count(convoy_context_t *ctx, int g)
 {
@@ -62,7 +43,7 @@ START_TEST(counted_at_the_flush)
 
     convoy__task_t *t[NGEN];
     for (int g = 0; g < NGEN; g++)
-        t[g] = counted_task(ctx, cls, d, (uint64_t)g);
+        t[g] = tu_counted_task(ctx, cls, d, (uint64_t)g);
     convoy__done_batch_t b = {0};
     /* As many generations as the batch has slots: nothing is taken off yet. */
     for (int g = 0; g < CONVOY__DONE_BATCH_SLOTS; g++)

@@ -30,6 +30,7 @@
 
 #include "src/trace.h"
 #include "src/util.h"
+#include "tests/task_records.h"
 #include "tests/test_util.h"
 #include "tools/trace_read.h"
 
@@ -48,6 +49,13 @@ static void make_dir(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/convoy_trace_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* The path of file in a scratch folder made here. */
+static void scratch_file(const char *file, char *path, size_t len)
+{
+    make_dir();
+    snprintf(path, len, "%s/%s", dir, file);
 }
 
 /* Remove the scratch folder; fail if anything but the expected files is left (a
@@ -467,9 +475,8 @@ static void check_against_stats(const counts_t *c, const run_result_t *r)
 /* A program under each scheduler: the trace parses and agrees with the stats. */
 START_TEST(trace_of_a_run)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/run.json", dir);
+    scratch_file("run.json", path, sizeof(path));
     run_result_t r;
     run_program(scheds[_i], path, 0, &r);
     ck_assert_int_eq(r.wait, CONVOY_SUCCESS);
@@ -532,9 +539,8 @@ END_TEST
  * and past 80 ms a loaded machine may have let the 100 ms poll run out. */
 static uint64_t idle_sleeps(const char *idle, double *gap_ms)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/idle.json", dir);
+    scratch_file("idle.json", path, sizeof(path));
     const char *presets[] = {"sched",    "batch", "devices",          "sim", "trace", path,
                              "nthreads", "1",     "progress_idle_us", idle,  NULL};
     convoy_context_t *ctx = tu_init(presets);
@@ -589,9 +595,8 @@ END_TEST
 /* Failing and cancelled tasks appear as such, as many as the stats count. */
 START_TEST(trace_of_failures)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/fail.json", dir);
+    scratch_file("fail.json", path, sizeof(path));
     run_result_t r;
     run_program(scheds[_i], path, 1, &r);
     ck_assert_int_eq(r.wait, CONVOY_ERR_TASK_FAILED);
@@ -656,8 +661,7 @@ END_TEST
 /* A trace opened on file in the scratch folder (made here); its path in path. */
 static convoy__trace_t *open_scratch(const char *file, int flows, char *path, size_t len)
 {
-    make_dir();
-    snprintf(path, len, "%s/%s", dir, file);
+    scratch_file(file, path, len);
     convoy__trace_t *t;
     ck_assert_int_eq(convoy__trace_open(NULL, path, flows, &t), CONVOY_SUCCESS);
     return t;
@@ -741,9 +745,8 @@ static double instant_at(const char *path, uint64_t id, const char *step)
  * check_trace_file), and the failing member its end 3 ms early. */
 START_TEST(stamps_after_callbacks)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/stamps.json", dir);
+    scratch_file("stamps.json", path, sizeof(path));
     const char *presets[] = {"sched", "batch",    "devices", "sim", "trace",
                              path,    "nthreads", "1",       NULL};
     stamp_ctx = tu_init(presets);
@@ -787,6 +790,80 @@ START_TEST(stamps_after_callbacks)
     ck_assert(t0 >= 0 && t1 >= 0);
     ck_assert_msg(t1 >= t0 + 3000 - EPS_US,
                   "the second member's end at %.3f us, %.3f after the first's", t1, t1 - t0);
+    remove_dir(1);
+}
+END_TEST
+
+enum { KEPT = 3 * CONVOY__DONE_STAMP_USES + 5 };
+
+/* What a completion of kept_outcomes is traced with: its stamp (1 ms apart every 24
+ * tasks), ring, class and step; runs of one kind longer than the batch keeps ids for. */
+static int kept_fails(int i)
+{
+    return i >= 45 && i % 2 == 0;
+}
+
+/* Completions counted in a batch record their lifecycle events together: none before
+ * the flush or before the next one differs (step, stamp, ring, class) or the ids kept
+ * are full; after it each task's once, with its own step, stamp, ring and class. */
+START_TEST(completions_kept_until_flush)
+{
+    char path[128];
+    scratch_file("kept.json", path, sizeof(path));
+    const char *presets[] = {"devices", "host",    "nthreads", "1", "trace",
+                             path,      "verbose", "error",    NULL};
+    convoy_context_t *ctx = tu_init(presets);
+    convoy_access_t ro = CONVOY_READ;
+    convoy_class_t *cls[2];
+    ck_assert_int_eq(convoy_class_new(ctx, "kept", 1, &ro, 0, &cls[0]), CONVOY_SUCCESS);
+    ck_assert_int_eq(convoy_class_new(ctx, "other", 1, &ro, 0, &cls[1]), CONVOY_SUCCESS);
+    convoy_data_t *d;
+    new_data(ctx, &d, 1);
+    uint64_t before = convoy__trace_count(ctx->trace, CONVOY__EV_TASK);
+    uint64_t t0 = convoy__now_ns();
+    convoy__done_batch_t b = {0};
+    for (int i = 0; i < KEPT; i++) {
+        convoy__task_t *t = tu_counted_task(ctx, cls[i >= 40 && i < 44], d, 0);
+        t->id = 5000 + (uint64_t)i;
+        t->ring_id = i < 20 ? 1 : 2;
+        b.stamp_ns = t0 + (uint64_t)(i / 24) * 1000000;
+        b.stamp_uses = 0;
+        convoy__task_complete_in(t, kept_fails(i) ? CONVOY__FAILED : CONVOY__OK, "made to fail",
+                                 &b);
+        ck_assert_uint_le(convoy__trace_count(ctx->trace, CONVOY__EV_TASK) - before, (uint64_t)i);
+    }
+    ck_assert_int_gt(b.ntraced, 0);
+    convoy__done_flush(&b);
+    ck_assert_uint_eq(convoy__trace_count(ctx->trace, CONVOY__EV_TASK) - before, KEPT);
+    ck_assert_int_eq(convoy_wait(ctx), CONVOY_ERR_TASK_FAILED);
+    convoy_data_free(d);
+    convoy_fini(ctx);
+    convoy_param_preset_clear();
+
+    json_t *root = load_events(path), *evs = json_object_get(root, "traceEvents");
+    double ts[KEPT];
+    for (int i = 0; i < KEPT; i++)
+        ts[i] = -1;
+    for (size_t k = 0; k < json_array_size(evs); k++) {
+        json_t *e = json_array_get(evs, k), *args = json_object_get(e, "args");
+        json_int_t i = json_integer_value(json_object_get(args, "task")) - 5000;
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "i") != 0 || i < 0 || i >= KEPT)
+            continue;
+        ck_assert_msg(ts[i] < 0, "task %lld traced twice", (long long)i + 5000);
+        ts[i] = json_number_value(json_object_get(e, "ts"));
+        ck_assert_str_eq(json_string_value(json_object_get(e, "name")),
+                         kept_fails((int)i) ? "failed" : "completed");
+        ck_assert_int_eq(json_integer_value(json_object_get(args, "ring")), i < 20 ? 1 : 2);
+        ck_assert_str_eq(json_string_value(json_object_get(args, "class")),
+                         i >= 40 && i < 44 ? "other" : "kept");
+    }
+    for (int i = 0; i < KEPT; i++) {
+        ck_assert_msg(ts[i] >= 0, "task %d not traced", i + 5000);
+        ck_assert_msg(fabs(ts[i] - ts[0] - (i / 24) * 1000.0) < EPS_US,
+                      "task %d traced at %.3f us, %.3f after the first", i + 5000, ts[i],
+                      ts[i] - ts[0]);
+    }
+    json_decref(root);
     remove_dir(1);
 }
 END_TEST
@@ -1066,9 +1143,8 @@ static int noop_chore(const convoy_task_view_t *t, void *stream)
  * a loaded machine (CI's sanitizer phases) may notice its end late. */
 START_TEST(launch_slice_excludes_waiting)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/wait.json", dir);
+    scratch_file("wait.json", path, sizeof(path));
     tu_set_presets((const char *const[]){"devices", "sim", "sched", "batch", "nthreads", "1",
                                          "bind", "0", "trace", path, "sim_copy_us", "2000",
                                          "sim_launch_us", "3", "batch_max_wait_us", "0", NULL});
@@ -1121,9 +1197,8 @@ END_TEST
  * writes a trace its reader loads: internal tasks' ids (top bit set) stay out of it. */
 START_TEST(acquire_keeps_trace_readable)
 {
-    make_dir();
     char path[128];
-    snprintf(path, sizeof(path), "%s/acquire.json", dir);
+    scratch_file("acquire.json", path, sizeof(path));
     tu_set_presets((const char *const[]){"devices", "host", "nthreads", "2", "bind", "0", "trace",
                                          path, NULL});
     convoy_context_t *ctx;
@@ -1168,6 +1243,7 @@ static Suite *suite(void)
     tcase_add_test(tc, writer_serialises_and_escapes);
     tcase_add_test(tc, writer_many_threads);
     tcase_add_test(tc, writer_group_steps);
+    tcase_add_test(tc, completions_kept_until_flush);
     tcase_add_loop_test(tc, feeder_hands_chunks, 0, 2);
     tcase_add_test(tc, writer_empty);
     tcase_add_test(tc, writer_discard);

@@ -145,7 +145,7 @@ tests_check_robust_core_LDADD = $(convoy_check_ldadd)
 tests_check_workers_SOURCES = tests/check_workers.c $(convoy_check_util)
 tests_check_workers_CFLAGS = $(convoy_check_cflags)
 tests_check_workers_LDADD = $(convoy_check_ldadd)
-tests_check_done_batch_SOURCES = tests/check_done_batch.c $(convoy_check_util)
+tests_check_done_batch_SOURCES = tests/check_done_batch.c tests/task_records.h $(convoy_check_util)
 tests_check_done_batch_CFLAGS = $(convoy_check_cflags)
 tests_check_done_batch_LDADD = $(convoy_check_ldadd)
 
@@ -244,7 +244,8 @@ if HAVE_JANSSON
 if HAVE_CHECK
 check_PROGRAMS += tests/check_trace tests/check_trace_read
 TESTS += tests/check_trace tests/check_trace_read
-tests_check_trace_SOURCES = tests/check_trace.c $(convoy_check_util) $(convoy_trace_reader)
+tests_check_trace_SOURCES = tests/check_trace.c tests/task_records.h $(convoy_check_util) \
+	$(convoy_trace_reader)
 tests_check_trace_CFLAGS = $(convoy_check_cflags) $(JANSSON_CFLAGS)
 tests_check_trace_LDADD = $(convoy_check_ldadd) $(JANSSON_LIBS)
 tests_check_trace_read_SOURCES = tests/check_trace_read.c $(convoy_check_util) \
