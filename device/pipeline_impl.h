@@ -168,6 +168,7 @@ typedef struct convoy__ring {
     convoy__devcopy_t **held; /* flush-all: the copies it pushes, one user each */
     uint8_t *held_again;      /* beside held: pushed again by it (push_again) */
     int nheld;
+    int own_failed; /* flush-all: a pushout it submitted itself failed (counted once) */
     char mem_msg[256], in_msg[256], launch_msg[256], out_msg[256]; /* first failures */
     struct convoy__pipe *pipe;
     int leak; /* a launch may still run with no way to tell when: keep what it uses */

@@ -473,6 +473,8 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
                 convoy__member_fail(&m[i], MEMBER_FAIL_PUSHOUT, 0);
         } else {
             push_home(p, push, npush, CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
+            for (int i = 0; i < npush && kind == RING_FLUSH_ALL; i++)
+                r->own_failed |= !ok[i];
             free(ok);
         }
     }
@@ -544,9 +546,12 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
     /* In slices of a buffer on the stack: nothing to allocate, so no failure of its own
      * (push_home's failures leave out_failed set, which fails r). */
     char ok[512];
-    for (int i = 0; i < k; i += (int)sizeof(ok))
-        push_home(p, copies + i, k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok),
-                  CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
+    for (int i = 0; i < k; i += (int)sizeof(ok)) {
+        int nk = k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok);
+        push_home(p, copies + i, nk, CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
+        for (int j = 0; j < nk && r->kind == RING_FLUSH_ALL; j++)
+            r->own_failed |= !ok[j];
+    }
     return k > 0;
 }
 
@@ -578,6 +583,13 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
                 convoy__devmem_release(&p->mem, c);
             }
             r->nheld = 0;
+            /* A push of its own failed at its submission and another flush's push (the
+             * wait's own, after its early flush) brought the copy home before this one
+             * looked: counted all the same (convoy.h, transfers_failed), before the member
+             * completes, as count_outcome counts one that looked first and failed. */
+            if (r->own_failed && m->fail == MEMBER_OK)
+                atomic_fetch_add(&p->ctx->stats.transfers_failed, 1);
+            r->own_failed = 0;
         }
         finish_transfer(p, r, m);
         finished++;
