@@ -583,10 +583,10 @@ int convoy__transfer_progress(convoy__pipe_t *p, convoy__ring_t *r)
                 convoy__devmem_release(&p->mem, c);
             }
             r->nheld = 0;
-            /* A push of its own failed at its submission and another flush's push (the
-             * wait's own, after its early flush) brought the copy home before this one
-             * looked: counted all the same (convoy.h, transfers_failed), before the member
-             * completes, as count_outcome counts one that looked first and failed. */
+            /* A push of its own failed at its submission and another push (the wait's own
+             * flush after its early flush, an eviction) brought the copy home before this
+             * one looked: counted all the same (convoy.h, transfers_failed), before the
+             * member completes, as count_outcome counts one that looked first and failed. */
             if (r->own_failed && m->fail == MEMBER_OK)
                 atomic_fetch_add(&p->ctx->stats.transfers_failed, 1);
             r->own_failed = 0;

@@ -385,10 +385,11 @@ typedef struct convoy_stats {
     uint64_t flush_copies;         /**< copies home on demand (wait, acquire, CPU tasks) */
     uint64_t eviction_submissions; /**< submissions pushing evicted dirty copies home */
     uint64_t eviction_copies;      /**< dirty copies pushed home to make room */
-    uint64_t transfers_failed;     /**< flushes home that failed (after retries); the
-                                        early flush a wait starts counts here too when a
-                                        later flush of the same wait brings the data home
-                                        and the wait succeeds */
+    uint64_t transfers_failed;     /**< flushes home that failed (after retries); a
+                                        flush of everything (a wait's, fini's) whose own
+                                        pushout failed counts here too when another push
+                                        (the wait's next flush, an eviction) brought the
+                                        data home before it looked and the wait succeeds */
     /* Distributed mode (convoy_dist_start; 0 otherwise). A flow is one version of one
      * datum for one rank; a message carries one flow or several fused ones. */
     uint64_t dist_messages_sent;

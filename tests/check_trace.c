@@ -796,8 +796,9 @@ END_TEST
 
 enum { KEPT = 3 * CONVOY__DONE_STAMP_USES + 5 };
 
-/* What a completion of kept_outcomes is traced with: its stamp (1 ms apart every 24
- * tasks), ring, class and step; runs of one kind longer than the batch keeps ids for. */
+/* Which of completions_kept_until_flush's tasks fail. Each is traced with its stamp (1 ms
+ * apart every 24 tasks), ring, class and step: runs of one kind longer than the batch
+ * keeps ids for. */
 static int kept_fails(int i)
 {
     return i >= 45 && i % 2 == 0;
