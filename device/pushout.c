@@ -414,6 +414,14 @@ static int hold_dirty(convoy__pipe_t *p, convoy__ring_t *r, int with_resident, i
     return n;
 }
 
+/* A flush-all remembers that a pushout of its own failed at its submission (ok[i] 0):
+ * counted when it ends, even if another push brings the copy home first. */
+static void note_own_failures(convoy__ring_t *r, const char *ok, int n)
+{
+    for (int i = 0; i < n && r->kind == RING_FLUSH_ALL; i++)
+        r->own_failed |= !ok[i];
+}
+
 void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
 {
     uint64_t t0 = p->ctx->trace != NULL ? convoy__now_ns() : 0;
@@ -473,8 +481,7 @@ void convoy__transfer_start(convoy__pipe_t *p, convoy__task_t **tasks, int n, in
                 convoy__member_fail(&m[i], MEMBER_FAIL_PUSHOUT, 0);
         } else {
             push_home(p, push, npush, CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
-            for (int i = 0; i < npush && kind == RING_FLUSH_ALL; i++)
-                r->own_failed |= !ok[i];
+            note_own_failures(r, ok, npush);
             free(ok);
         }
     }
@@ -549,8 +556,7 @@ static int push_again(convoy__pipe_t *p, convoy__ring_t *r, convoy__devcopy_t **
     for (int i = 0; i < k; i += (int)sizeof(ok)) {
         int nk = k - i < (int)sizeof(ok) ? k - i : (int)sizeof(ok);
         push_home(p, copies + i, nk, CONVOY__STAGE_OUT, 0, ok, r->out_msg, sizeof(r->out_msg));
-        for (int j = 0; j < nk && r->kind == RING_FLUSH_ALL; j++)
-            r->own_failed |= !ok[j];
+        note_own_failures(r, ok, nk);
     }
     return k > 0;
 }

@@ -340,7 +340,6 @@ typedef struct convoy__done_batch {
      * to be recorded at once (convoy__trace_emit_tasks) at the flush, or when a
      * completion's differs or the ids are full: one record per stamp, not per task. */
     int ntraced;
-    convoy__trace_t *trace;
     convoy__trace_event_t traced;
     uint64_t traced_ids[CONVOY__DONE_STAMP_USES];
 } convoy__done_batch_t;

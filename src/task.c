@@ -163,10 +163,11 @@ static void wake_done(convoy_context_t *ctx)
     pthread_mutex_unlock(&ctx->done_lock);
 }
 
-/* Record the events b keeps (see core.h). */
+/* Record the events b keeps (see core.h): their tasks were counted in b, so b->ctx is
+ * set. */
 static void traced_flush(convoy__done_batch_t *b)
 {
-    convoy__trace_emit_tasks(b->trace, &b->traced, b->traced_ids, b->ntraced);
+    convoy__trace_emit_tasks(b->ctx->trace, &b->traced, b->traced_ids, b->ntraced);
     b->ntraced = 0;
 }
 
@@ -229,20 +230,27 @@ static uint64_t done_stamp(convoy__done_batch_t *b)
     return b->stamp_ns;
 }
 
+/* Does b keep events like t's (stage, stamp, ring, class), with room for one more? */
+static int kept_alike(const convoy__done_batch_t *b, const convoy__task_t *t, uint8_t stage,
+                      uint64_t ts_ns)
+{
+    return b->ntraced < CONVOY__DONE_STAMP_USES && b->traced.stage == stage &&
+           b->traced.ts_ns == ts_ns && b->traced.ring_id == t->ring_id &&
+           b->traced.name == t->cls->name;
+}
+
 /* t's outcome, for the trace: kept in b with the events like it, or recorded now. */
 static void trace_outcome(convoy__trace_t *trace, const convoy__task_t *t, int outcome,
                           convoy__done_batch_t *b, uint64_t ts_ns)
 {
     static const uint8_t step[] = {CONVOY__STEP_COMPLETED, CONVOY__STEP_FAILED,
                                    CONVOY__STEP_CANCELLED};
-    if (b != NULL && b->ntraced > 0 &&
-        (b->ntraced == CONVOY__DONE_STAMP_USES || b->traced.stage != step[outcome] ||
-         b->traced.ts_ns != ts_ns || b->traced.ring_id != t->ring_id ||
-         b->traced.name != t->cls->name || b->trace != trace))
-        traced_flush(b);
     if (b != NULL && b->ntraced > 0) {
-        b->traced_ids[b->ntraced++] = t->id;
-        return;
+        if (kept_alike(b, t, step[outcome], ts_ns)) {
+            b->traced_ids[b->ntraced++] = t->id;
+            return;
+        }
+        traced_flush(b);
     }
     const convoy__trace_event_t ev = {.kind = CONVOY__EV_TASK,
                                       .stage = step[outcome],
@@ -254,7 +262,6 @@ static void trace_outcome(convoy__trace_t *trace, const convoy__task_t *t, int o
         convoy__trace_emit(trace, &ev);
         return;
     }
-    b->trace = trace;
     b->traced = ev;
     b->traced_ids[0] = t->id;
     b->ntraced = 1;
