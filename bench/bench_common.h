@@ -30,13 +30,34 @@ static inline double bench_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The timed part of a run, marked for callgrind: under `valgrind --tool=callgrind
+/* perf's control pipe, when BENCH_PERF_CTL names it: `perf record -D -1
+ * --control=fifo:PATH` then samples only the timed windows, as callgrind counts them. */
+static inline void bench_perf_ctl(const char *cmd)
+{
+    static FILE *ctl;
+    static int looked;
+    if (!looked) {
+        const char *path = getenv("BENCH_PERF_CTL");
+        looked = 1;
+        ctl = path != NULL && path[0] != '\0' ? fopen(path, "w") : NULL;
+        if (path != NULL && path[0] != '\0' && ctl == NULL)
+            fprintf(stderr, "bench: cannot open BENCH_PERF_CTL=%s; perf samples the whole run\n",
+                    path);
+    }
+    if (ctl != NULL) {
+        fputs(cmd, ctl);
+        fflush(ctl);
+    }
+}
+
+/* The timed part of a run, marked for profilers: under `valgrind --tool=callgrind
  * --instr-atstart=no` (bench/host_profile.py) only what every thread does between
  * bench_timed_begin and bench_timed_end is counted, not the set-up, the checks or the
- * frees around it. Outside valgrind each is a few instructions; built without valgrind's
- * headers, nothing. */
+ * frees around it, and perf samples only it through BENCH_PERF_CTL. Outside them each is
+ * a few instructions. */
 static inline void bench_timed_begin(void)
 {
+    bench_perf_ctl("enable\n");
 #ifdef BENCH_HAVE_CALLGRIND
     CALLGRIND_START_INSTRUMENTATION;
 #endif
@@ -47,6 +68,7 @@ static inline void bench_timed_end(void)
 #ifdef BENCH_HAVE_CALLGRIND
     CALLGRIND_STOP_INSTRUMENTATION;
 #endif
+    bench_perf_ctl("disable\n");
 }
 
 /* Page faults of the whole process so far (minor and major), 0 where unknown: in a
