@@ -55,8 +55,7 @@ typedef struct convoy__devcopy {
  * faults). */
 static inline void convoy__devcopy_prefetch(const convoy__devcopy_t *c)
 {
-    for (size_t b = 0; b < sizeof(*c) + CONVOY__LINE; b += CONVOY__LINE)
-        CONVOY__PREFETCH_W((const char *)c + CONVOY__MIN(b, sizeof(*c) - 1));
+    CONVOY__PREFETCH_W(c, sizeof(*c));
 }
 
 /*

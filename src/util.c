@@ -10,10 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
 
 #include "src/core.h"
 #include "src/proc.h"
 #include "src/util.h"
+
+#if defined(__GNUC__)
+int convoy__cpu_prefetchw;
+
+/* Before any thread of convoy runs: the flag is read-only from then on. */
+__attribute__((constructor)) static void detect_prefetchw(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0x80000001u, &a, &b, &c, &d))
+        convoy__cpu_prefetchw = (c >> 8) & 1; /* PRFCHW (Linux: 3dnowprefetch) */
+#endif
+}
+#endif
 
 _Atomic int convoy__log_threshold = CONVOY__LOG_WARN;
 _Atomic int convoy__log_prefix;

@@ -7,7 +7,7 @@
  * device's progress thread (drops), come back from their pools round after round, so the
  * pools hold about one round's peak, not every round's records. A pool carves first and
  * then hands back the oldest record first; a record never given back is counted when the
- * pool is destroyed. In builds with
+ * pool is destroyed. A record's lines asked for ahead of writes keep its bytes. In builds with
  * AddressSanitizer the pools hand each record out on its own (CONVOY__POOL_BYPASS), and
  * only what does not depend on reuse is checked.
  */
@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,6 +266,48 @@ START_TEST(rounds_reuse_records_fifo)
 }
 END_TEST
 
+/* Does Linux say this CPU has PREFETCHW? -1: it does not say (no /proc/cpuinfo). */
+static int cpuinfo_prefetchw(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return -1;
+    static char line[16384];
+    int has = -1;
+    while (has < 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "flags", 5) == 0)
+            has = strstr(line, " 3dnowprefetch") != NULL;
+    fclose(f);
+    return has;
+}
+
+/* Records' lines asked for ahead of writes (CONVOY__PREFETCH_W): the CPU's PREFETCHW is
+ * found as Linux reports it (the flag 3dnowprefetch), and asking for a span of a record,
+ * at any alignment and up to its last byte, leaves every byte as it was. */
+START_TEST(prefetches_find_the_cpu_and_keep_bytes)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    int has = cpuinfo_prefetchw();
+    if (has >= 0)
+        ck_assert_int_eq(convoy__cpu_prefetchw, has);
+#endif
+    convoy__pool_t p;
+    convoy__pool_init(&p, 4 * CONVOY__LINE, "test records");
+    unsigned char *r = convoy__pool_get(&p);
+    ck_assert_ptr_nonnull(r);
+    for (size_t i = 0; i < p.size; i++)
+        r[i] = (unsigned char)(i * 7 + 1);
+    static const size_t spans[] = {1, 8, 63, 64, 65, 176};
+    for (size_t k = 0; k < sizeof(spans) / sizeof(spans[0]); k++)
+        for (size_t off = 0; off + spans[k] <= p.size; off++)
+            CONVOY__PREFETCH_W(r + off, spans[k]);
+    for (size_t i = 0; i < p.size; i++)
+        ck_assert_uint_eq(r[i], (unsigned char)(i * 7 + 1));
+    convoy__pool_put(&p, r);
+    convoy__pool_destroy(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pool");
@@ -276,6 +319,7 @@ static Suite *suite(void)
     tcase_add_test(tc, destroy_counts_records_not_given_back);
     tcase_add_test(tc, rounds_reuse_records_batch);
     tcase_add_test(tc, rounds_reuse_records_fifo);
+    tcase_add_test(tc, prefetches_find_the_cpu_and_keep_bytes);
     return s;
 }
 
