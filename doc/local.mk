@@ -56,6 +56,7 @@ EXTRA_DIST += \
 	doc/results/h100-2026-12-06-d.log \
 	doc/results/h100-2026-12-06-e.log \
 	doc/results/h100-2026-12-06-engine.log \
+	doc/results/h100-2026-12-06-f.log \
 	doc/results/h200-2026-12-01-run2-bench.log \
 	doc/results/h200-2026-12-01-run3-bench.log \
 	doc/results/h200-2026-12-01-run5-bench.log \
