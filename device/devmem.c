@@ -146,7 +146,8 @@ static void free_copy(convoy__devmem_t *dm, convoy__devcopy_t *c, int keep)
     dm->bytes_in_use -= c->data->bytes;
     c->data->dev[dm->dev->index] = NULL;
     convoy__coh_clear_hint(c->data, dm->dev->index);
-    convoy__data_unref(c->data);
+    if (c->data_ref)
+        convoy__data_unref(c->data);
     /* Kept for the next copy: a record per flow per task, malloc'd on this thread and
      * freed here, was a quarter of the progress thread's instructions in tiny_tasks. */
     if (dm->nspare < CONVOY__DEVMEM_SPARES) {
@@ -257,7 +258,10 @@ convoy_status_t convoy__devmem_acquire(convoy__devmem_t *dm, convoy_data_t *data
     c->version = CONVOY__NO_VERSION;
     c->users = 1;
     c->stage_ring = -1;
-    atomic_fetch_add(&data->refs, 1);
+    /* No reference on data: the user's keeps it until convoy_data_free, then each
+     * accelerator's drop until it has run, and a copy its drop leaves takes one there
+     * (convoy__devmem_drop). A locked add here for each new copy held half of this
+     * function's samples on the H100 hosts (doc/results.md, 2026-12-06, ninth session). */
     data->dev[dev->index] = c;
     c->all_next = dm->all;
     if (dm->all != NULL)
@@ -404,10 +408,19 @@ void convoy__devmem_drop(convoy__devmem_t *dm, convoy_data_t *data)
         if (!c->evicting)
             lru_remove(dm, c);
         free_copy(dm, c, 1);
-    } else if (c != NULL && !c->pinned) {
+        return;
+    }
+    if (c == NULL)
+        return;
+    /* It stays (kept out of use, in use, or a pushout of it in flight): it keeps the
+     * handle it points to until it goes, the drop's own reference going next. */
+    if (!c->data_ref) {
+        atomic_fetch_add(&data->refs, 1);
+        c->data_ref = 1;
+    }
+    if (!c->pinned)
         convoy__log_error("%s: datum %llu freed while %d task(s) use it", dm->dev->name,
                           (unsigned long long)data->id, c->users);
-    }
 }
 
 void convoy__devmem_fini(convoy__devmem_t *dm)

@@ -28,6 +28,7 @@ typedef struct convoy__devcopy {
     uint64_t writer_id;          /* 1 + the id of the task that wrote it here, 0: staged */
     int users;                   /* ring members in flight that use it */
     int pinned;                  /* kept out of use for good (convoy__devmem_pin) */
+    int data_ref;                /* holds a reference on data: it outlived its drop */
     struct convoy__pev *arrival; /* the stage-in bringing it, until seen complete */
     int64_t stage_ring;          /* the ring whose stage-in list holds it, and where */
     int stage_slot;

@@ -49,6 +49,11 @@ static void context_destroy(convoy_context_t *ctx)
      * handles still alive. */
     for (int i = 0; i < ctx->naccel; i++)
         convoy__pipeline_destroy(ctx->accel[i]);
+    while (ctx->undropped != NULL) { /* their copies are gone now */
+        convoy_data_t *d = ctx->undropped;
+        ctx->undropped = d->next;
+        convoy__data_unref(d);
+    }
     while (ctx->data_list != NULL)
         convoy__data_destroy(ctx->data_list);
     convoy__close_devices(ctx);

@@ -82,7 +82,8 @@ struct convoy_data {
     uint8_t host_in_place;    /* and: convoy_host_alloc memory that the chores of
                                  ctx->host_mem's component read at its host address
                                  (CONVOY_CLASS_INPUTS_IN_PLACE) */
-    atomic_int refs;          /* the user's + one per devcopy */
+    atomic_int refs;          /* the user's, each pending drop's, and a device copy's that
+                                 outlived its drop (device/devmem.c, data_ref) */
     atomic_int home_hint;     /* 1 + the accelerator that last wrote or staged it */
     atomic_int behind_unread; /* its version home came by write-behind and nothing has read
                                  it there yet (an acquire, a CPU task, another device) */
@@ -292,6 +293,8 @@ struct convoy_context {
 
     pthread_mutex_t data_lock;
     convoy_data_t *data_list;
+    convoy_data_t *undropped; /* freed data an accelerator got no drop for (no memory): their
+                                 copies there keep them until convoy_fini (next links them) */
     void *data_ranges; /* tsearch tree of the live data by host range (src/data.c) */
     convoy_class_t **classes;
     int nclasses, classes_cap;

@@ -458,15 +458,18 @@ static void drop_done(void *arg, uint64_t task_id, convoy_status_t status, const
 
 /* Free d's device copies without waiting: nothing uses them any more, and no host byte
  * is touched, so the free returns at once (waiting for each accelerator's thread cost a
- * round trip per datum). Each drop holds a reference on d; convoy_fini waits for them. */
-static void drop_everywhere(convoy_context_t *ctx, convoy_data_t *d)
+ * round trip per datum). Each drop holds a reference on d; convoy_fini waits for them.
+ * Returns how many accelerators got no drop. */
+static int drop_everywhere(convoy_context_t *ctx, convoy_data_t *d)
 {
+    int undropped = 0;
     for (int i = 0; i < ctx->naccel; i++) {
         convoy__task_t *t = convoy__task_new_internal(ctx, CONVOY__CLS_DROP, 1 + i, &d, NULL, 0);
         if (t == NULL) {
             convoy__log_error("convoy_data_free: datum %llu: out of host memory to free its copy "
                               "on %s; it is freed at convoy_fini",
                               (unsigned long long)d->id, ctx->accel[i]->name);
+            undropped++;
             continue;
         }
         atomic_fetch_add(&d->refs, 1);
@@ -474,6 +477,7 @@ static void drop_everywhere(convoy_context_t *ctx, convoy_data_t *d)
         t->done_arg = d;
         convoy__task_release(ctx, t);
     }
+    return undropped;
 }
 
 void convoy_data_free(convoy_data_t *data)
@@ -520,8 +524,18 @@ void convoy_data_free(convoy_data_t *data)
     while (atomic_load_explicit(&data->pushing, memory_order_acquire) > 0)
         convoy__sleep_until_ns(convoy__now_ns() + 20000);
     atomic_fetch_or(&data->flags, CONVOY__DATA_FREED);
-    drop_everywhere(ctx, data);
+    /* A copy on an accelerator that got no drop holds no reference (device/devmem.c): the
+     * handle stays, off the data list, until convoy_fini has freed the copies. */
+    int undropped = drop_everywhere(ctx, data);
+    if (undropped > 0)
+        atomic_fetch_add(&data->refs, 1);
     convoy__data_destroy(data);
+    if (undropped > 0) {
+        pthread_mutex_lock(&ctx->data_lock);
+        data->next = ctx->undropped;
+        ctx->undropped = data;
+        pthread_mutex_unlock(&ctx->data_lock);
+    }
 }
 void convoy__data_unref(convoy_data_t *data)
 {

@@ -210,6 +210,15 @@ START_TEST(test_fail_record_retried)
 }
 END_TEST
 
+/* Every datum holds the program's reference only: a device copy takes none unless it
+ * outlives its datum's drop (device/devmem.c, data_ref). */
+static void refs_are_the_programs(const world_t *w)
+{
+    for (int i = 0; i < w->ndata; i++)
+        ck_assert_msg(atomic_load(&w->d[i]->refs) == 1, "datum %d holds %d references", i,
+                      atomic_load(&w->d[i]->refs));
+}
+
 /* A device that never records an event again (from the 3rd record on; issue 9, case 2):
  * nothing is abandoned in flight: the pipeline waits for the stream instead, so every
  * copy and launch is proven over, every task succeeds with its outputs whole, nothing
@@ -223,6 +232,7 @@ START_TEST(test_fail_record_forever)
     verdict_t v = world_wait(&w, 1);
     ck_assert_int_eq(v.wait, CONVOY_SUCCESS);
     ck_assert_int_eq(v.ok, 4);
+    refs_are_the_programs(&w);
     world_fini(&w);
 }
 END_TEST
@@ -233,7 +243,9 @@ END_TEST
  * succeeded, and the device memory those copies touch is never reused. When the
  * submission that cannot be proven over is a pushout home, its copy was only read: it
  * keeps its version, a later flush pushes it again, and no task fails (before, the
- * newest version was lost with it). */
+ * newest version was lost with it). The copies kept out of use outlive their data's
+ * frees and drops: each keeps its handle until convoy_fini frees it (AddressSanitizer
+ * sees a read of a handle freed before). */
 START_TEST(test_fail_sync)
 {
     static world_t w;
@@ -248,6 +260,7 @@ START_TEST(test_fail_sync)
                           0); /* a task, or an observer of its output */
         ck_assert_msg(strstr(v.msg, "sim0") != NULL, "message: %s", v.msg);
     }
+    refs_are_the_programs(&w);
     w.pinned_ok = 1; /* device copies whose transfers were never proven over stay out of use */
     world_fini(&w);
 }
