@@ -598,6 +598,7 @@ convoy_status_t convoy__pipeline_start(convoy__device_t *dev)
     /* Per device, split among its lanes (device_memory: src/component.c). */
     size_t cache = convoy__param_lane_share(&ctx->params, "device_cache");
     p->write_behind = convoy__param_lane_share(&ctx->params, "write_behind");
+    p->fault_drop_rings = convoy__param_int(&ctx->params, "fault_drop_rings");
     if (ctx->host_mem != NULL && dev->component->host_mem == ctx->host_mem &&
         ctx->host_mem->device_ptr != NULL)
         p->in_place_max = (size_t)convoy__param_int(&ctx->params, "in_place_max_bytes");

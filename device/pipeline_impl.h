@@ -272,6 +272,7 @@ typedef struct convoy__pipe {
     convoy__outbatch_t *outbound;   /* pushouts home in flight, by submission */
     size_t out_bytes;               /* their bytes */
     size_t write_behind;            /* write_behind: out_bytes up to which final versions go home */
+    int64_t fault_drop_rings;       /* fault_drop_rings: drop rings still to fail their state */
     size_t in_place_max; /* in_place_max_bytes where chores here can read convoy_host_alloc
                             memory in place (their component's slabs), else 0 */
     convoy__devcopy_t **eager;      /* final versions to push home now (a wait is pending, or */

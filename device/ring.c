@@ -534,14 +534,26 @@ void convoy__ring_spares_free(convoy__pipe_t *p)
 
 convoy__ring_t *convoy__ring_new(convoy__pipe_t *p, convoy__task_t **tasks, int n, int kind)
 {
-    convoy__ring_t *r = calloc(1, sizeof(*r));
+    convoy__ring_t *r = NULL;
+    if (kind == RING_DROP && p->fault_drop_rings > 0)
+        p->fault_drop_rings--; /* as if out of host memory */
+    else
+        r = calloc(1, sizeof(*r));
     int cap = 0;
     convoy__member_t *m = r != NULL ? members_get(p, n, &cap) : NULL;
     if (m == NULL) {
         free(r);
-        for (int i = 0; i < n; i++)
+        /* Drops need no ring to free their copies, and must: a copy holds no reference
+         * on its datum, and the datum goes with the drop (devmem.c). */
+        for (int i = 0; i < n; i++) {
+            if (kind == RING_DROP) {
+                convoy__devmem_drop(&p->mem, tasks[i]->data[0]);
+                convoy__task_complete(tasks[i], CONVOY__OK, NULL);
+                continue;
+            }
             convoy__task_complete(tasks[i], CONVOY__FAILED,
                                   "out of host memory for the pipeline's ring state");
+        }
         __atomic_fetch_sub(&p->dev->load, n, __ATOMIC_RELAXED);
         return NULL;
     }

@@ -219,6 +219,15 @@ const convoy__param_def_t convoy__core_params[] = {
             "with 16M; buffers overwritten step after step (chains --ping-pong) moved "
             "1.2-2.1x their final bytes home and ran 2-38% slower, hence off by default "
             "(doc/results.md, 2026-12-03)"},
+    {.name = "fault_drop_rings",
+     .type = CONVOY__PARAM_INT,
+     .def = "0",
+     .min = 0,
+     .max = 2147483647,
+     .doc = "fault injection: each accelerator's first n rings of drops (the device frees "
+            "that convoy_data_free leaves behind it) find no host memory for their ring "
+            "state, as under memory pressure; their copies are freed all the same "
+            "(tests/check_pipeline_faults); 0: off"},
     {.name = "check_host_writes",
      .type = CONVOY__PARAM_BOOL,
      .def = "0",
