@@ -39,8 +39,7 @@ static inline void bench_perf_ctl(const char *cmd)
     if (!looked) {
         const char *path = getenv("BENCH_PERF_CTL");
         looked = 1;
-        ctl = path != NULL && path[0] != '\0' ? fopen(path, "w") : NULL;
-        if (path != NULL && path[0] != '\0' && ctl == NULL)
+        if (path != NULL && path[0] != '\0' && (ctl = fopen(path, "w")) == NULL)
             fprintf(stderr, "bench: cannot open BENCH_PERF_CTL=%s; perf samples the whole run\n",
                     path);
     }

@@ -56,7 +56,7 @@ typedef struct convoy__devcopy {
  * faults). */
 static inline void convoy__devcopy_prefetch(const convoy__devcopy_t *c)
 {
-    CONVOY__PREFETCH_W(c, sizeof(*c));
+    convoy__prefetch_w(c, sizeof(*c));
 }
 
 /*

@@ -136,7 +136,7 @@ static convoy_status_t reserve_member(convoy__pipe_t *p, convoy__member_t *m)
 static void prefetch_data_list(convoy__task_t *const *tasks, int i, int n)
 {
     if (i < n)
-        CONVOY__PREFETCH_W(&tasks[i]->data[0], 1);
+        convoy__prefetch_w(&tasks[i]->data[0], 1);
 }
 
 static void prefetch_data(const convoy__pipe_t *p, convoy__task_t *const *tasks, int i, int n)

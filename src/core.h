@@ -110,8 +110,8 @@ struct convoy_data {
  * 64 bytes (one line or two) and its copy's slot. A hint: it never faults. */
 static inline void convoy__data_prefetch(convoy_data_t *d, int i)
 {
-    CONVOY__PREFETCH_W(d, CONVOY__LINE);
-    CONVOY__PREFETCH_W(&d->dev[i], 1);
+    convoy__prefetch_w(d, CONVOY__LINE);
+    convoy__prefetch_w(&d->dev[i], 1);
 }
 
 /* Task states. */

@@ -18,9 +18,9 @@
 #include "src/proc.h"
 #include "src/util.h"
 
-#if defined(__GNUC__)
 int convoy__cpu_prefetchw;
 
+#if defined(__GNUC__)
 /* Before any thread of convoy runs: the flag is read-only from then on. */
 __attribute__((constructor)) static void detect_prefetchw(void)
 {

@@ -19,17 +19,12 @@
 #define CONVOY__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define CONVOY__LIKELY(x) __builtin_expect(!!(x), 1)
 #define CONVOY__UNLIKELY(x) __builtin_expect(!!(x), 0)
-/* Ask for the cache lines of [addr, addr + bytes) ahead of writes to them (a hint: it
- * never faults; convoy__prefetch_w below). */
-#define CONVOY__PREFETCH_W(addr, bytes) convoy__prefetch_w((addr), (bytes))
 #else
 #define CONVOY__PRINTF(f, a)
 #define CONVOY__LIKELY(x) (x)
 #define CONVOY__UNLIKELY(x) (x)
-#define CONVOY__PREFETCH_W(addr, bytes) ((void)(addr), (void)(bytes))
 #endif
 
-#if defined(__GNUC__)
 /* Does this CPU have PREFETCHW (x86: CPUID PRFCHW; set once at load, util.c)? */
 extern int convoy__cpu_prefetchw;
 
@@ -39,9 +34,10 @@ extern int convoy__cpu_prefetchw;
  * waits for it a second time. With PREFETCHW, tiny_tasks' reserve took 10-20% less time
  * (medians) on lent H100 machines (doc/results.md, 2026-12-06, ninth session). bytes is a
  * constant at every use, so the loop unrolls into one instruction a line; 1 asks for the
- * line holding p. */
+ * line holding p. A hint: it never faults (and does nothing without GCC's builtins). */
 static inline void convoy__prefetch_w(const void *p, size_t bytes)
 {
+#if defined(__GNUC__)
     const char *c = (const char *)p;
 #if defined(__x86_64__) || defined(__i386__)
     if (convoy__cpu_prefetchw) {
@@ -52,8 +48,11 @@ static inline void convoy__prefetch_w(const void *p, size_t bytes)
 #endif
     for (size_t b = 0; b < bytes + CONVOY__LINE - 1; b += CONVOY__LINE)
         __builtin_prefetch(c + (b < bytes ? b : bytes - 1), 1);
-}
+#else
+    (void)p;
+    (void)bytes;
 #endif
+}
 
 /*
  * Record an error: the message goes to the calling thread's last error and, when ctx is

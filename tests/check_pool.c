@@ -281,7 +281,7 @@ static int cpuinfo_prefetchw(void)
     return has;
 }
 
-/* Records' lines asked for ahead of writes (CONVOY__PREFETCH_W): the CPU's PREFETCHW is
+/* Records' lines asked for ahead of writes (convoy__prefetch_w): the CPU's PREFETCHW is
  * found as Linux reports it (the flag 3dnowprefetch), and asking for a span of a record,
  * at any alignment and up to its last byte, leaves every byte as it was. */
 START_TEST(prefetches_find_the_cpu_and_keep_bytes)
@@ -300,7 +300,7 @@ START_TEST(prefetches_find_the_cpu_and_keep_bytes)
     static const size_t spans[] = {1, 8, 63, 64, 65, 176};
     for (size_t k = 0; k < sizeof(spans) / sizeof(spans[0]); k++)
         for (size_t off = 0; off + spans[k] <= p.size; off++)
-            CONVOY__PREFETCH_W(r + off, spans[k]);
+            convoy__prefetch_w(r + off, spans[k]);
     for (size_t i = 0; i < p.size; i++)
         ck_assert_uint_eq(r[i], (unsigned char)(i * 7 + 1));
     convoy__pool_put(&p, r);
