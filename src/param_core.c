@@ -244,7 +244,7 @@ const convoy__param_def_t convoy__core_params[] = {
      .type = CONVOY__PARAM_DOUBLE,
      .def = "20",
      .min = 0,
-     .max = 100000,
+     .max = 1000000,
      .doc = "how long an idle CPU worker polls for new tasks before it sleeps (one worker "
             "polls at a time; 0: sleep at once, unless an accelerator is busy: "
             "spin_busy_us). On the 16-core H200 host, bench/overhead "
@@ -254,7 +254,7 @@ const convoy__param_def_t convoy__core_params[] = {
      .type = CONVOY__PARAM_DOUBLE,
      .def = "1000",
      .min = 0,
-     .max = 100000,
+     .max = 1000000,
      .doc = "how long the polling CPU worker polls before it sleeps while tasks are in "
             "flight on an accelerator, whose completions may make CPU tasks ready: on the "
             "H200 host a sleeping worker starts 37-61 us (p10-p50) after its wake-up "
@@ -285,7 +285,7 @@ const convoy__param_def_t convoy__core_params[] = {
      .type = CONVOY__PARAM_DOUBLE,
      .def = "300",
      .min = 0,
-     .max = 100000,
+     .max = 1000000,
      .doc = "with nothing in flight on a device, how long its progress thread polls its "
             "queue before it sleeps until the next insertion (0: sleep at once): a core "
             "polls this long after each busy period, yielding at each poll. A sleeping "

@@ -536,7 +536,7 @@ END_TEST
  * time at 0 (its trace's "sleep" steps count the sleeps). One attempt returns the sleeps
  * counted, and through *gap_ms the longest time from one insertion to the next: it bounds
  * the progress thread's idle time between them (its poll starts as the task completes),
- * and past 80 ms a loaded machine may have let the 100 ms poll run out. */
+ * and past 80% of progress_idle_us a loaded machine may have let the poll run out. */
 static uint64_t idle_sleeps(const char *idle, double *gap_ms)
 {
     char path[128];
@@ -579,15 +579,23 @@ START_TEST(progress_polls_when_idle)
         return;
     }
     /* At 100 ms: none between the insertions; one at each end only if a loaded machine
-     * stalls 100 ms. Judged on an attempt kept in time (up to 5). */
+     * stalls 100 ms. Judged on an attempt kept in time (gaps under 80% of the idle time),
+     * up to 5, each late one doubling the idle time up to its bound, 1 s. */
     uint64_t sleeps = 0;
+    unsigned idle_ms = 100;
     for (int attempt = 0; attempt < 5; attempt++) {
-        sleeps = idle_sleeps("100000", &gap_ms);
-        if (gap_ms < 80)
+        char idle[24];
+        snprintf(idle, sizeof(idle), "%u", idle_ms * 1000u);
+        sleeps = idle_sleeps(idle, &gap_ms);
+        if (gap_ms < 0.8 * idle_ms)
             break;
+        if (attempt < 4)
+            idle_ms = idle_ms * 2 > 1000 ? 1000 : idle_ms * 2;
     }
-    ck_assert_msg(gap_ms < 80, "5 attempts in a row took %.0f ms or more between insertions",
-                  gap_ms);
+    ck_assert_msg(gap_ms < 0.8 * idle_ms,
+                  "5 attempts in a row took %.0f ms or more between insertions "
+                  "(progress_idle_us %u ms)",
+                  gap_ms, idle_ms);
     ck_assert_uint_le(sleeps, 2);
 }
 END_TEST

@@ -379,26 +379,29 @@ typedef struct busy_look {
     int sleepers;  /* with polled: the first look that found 7 asleep and no wake-up on its
                       way, else the last look's count asleep; -1 when not looked */
     int on_way;    /* the same look's wake-ups on their way */
-    int timely;    /* with polled: 7 asleep seen within 90 ms of the last look that saw no
-                      poller (spin_busy_us, 100 ms, ends its poll); without: no gap of 90
-                      ms between two looks for a poller */
+    int timely;    /* with polled: 7 asleep seen within 90% of spin_busy_us of the last look
+                      that saw no poller (spin_busy_us ends its poll); without: no such gap
+                      between two looks for a poller (0 when spin_busy_us is 0) */
     uint64_t sent; /* wake-ups sent */
 } busy_look_t;
 
-static busy_look_t accel_busy_wakeups(const char *spin_busy_us, int window_ms)
+static busy_look_t accel_busy_wakeups(unsigned busy_ms, int window_ms)
 {
+    char spin_busy_us[24];
+    snprintf(spin_busy_us, sizeof(spin_busy_us), "%u", busy_ms * 1000u);
+    uint64_t late_ns = busy_ms * 900000ull; /* 90% of the poll's window */
     convoy_data_t *d = NULL;
     uint64_t before = 0;
     convoy_context_t *ctx = start_sim_gate("20", spin_busy_us, &d, &before);
     convoy__queue_wait_t *w = &ctx->qwait[0];
     busy_look_t b = {.sleepers = -1, .on_way = -1, .timely = 1};
-    /* The woken worker polls for spin_busy_us (100 ms here) while the task runs. It starts
-     * after the last look that saw no poller (or the insertion), so its window lasts at
-     * least 100 ms from that look: `none`. */
+    /* The woken worker polls for spin_busy_us while the task runs. It starts after the
+     * last look that saw no poller (or the insertion), so its window lasts at least
+     * spin_busy_us from that look: `none`. */
     uint64_t t0 = convoy__now_ns(), last = t0, none = gate_inserted_ns;
     while (!b.polled && convoy__now_ns() - t0 < (uint64_t)window_ms * 1000000u) {
         uint64_t now = convoy__now_ns();
-        if (now - last >= 90000000u)
+        if (now - last >= late_ns)
             b.timely = 0; /* a poller may have come and gone between two looks */
         last = now;
         b.polled = atomic_load(&w->spinners) > 0;
@@ -410,7 +413,7 @@ static busy_look_t accel_busy_wakeups(const char *spin_busy_us, int window_ms)
     /* The woken worker has left its sleep: 7 asleep while it polls, looked at only within
      * its window. */
     if (b.polled)
-        b.timely = sleepers_seen(ctx, WORKERS - 1, none + 90000000u, &b.sleepers, &b.on_way);
+        b.timely = sleepers_seen(ctx, WORKERS - 1, none + late_ns, &b.sleepers, &b.on_way);
     /* The poller's place is taken at the wake-up, before the wake-up is counted. */
     for (double s0 = tu_now();
          b.polled && atomic_load(&w->signals) == before && tu_now() - s0 < 10;)
@@ -425,27 +428,32 @@ static busy_look_t accel_busy_wakeups(const char *spin_busy_us, int window_ms)
 }
 
 /* Judged on attempts the machine kept in time (see busy_look_t's timely): under load a
- * look at the sleepers once came past the poller's window, all 8 rightly asleep. */
+ * look at the sleepers once came past the poller's window, all 8 rightly asleep. Each
+ * late attempt doubles the window, from 100 ms up to spin_busy_us's bound, 1 s. */
 START_TEST(accel_going_busy_wakes_one_poller)
 {
     busy_look_t b = {0};
+    unsigned busy_ms = 100;
     for (int attempt = 0; attempt < 10; attempt++) {
-        b = accel_busy_wakeups("100000", 2000);
+        b = accel_busy_wakeups(busy_ms, 2000);
         if (b.timely)
             break;
+        if (attempt < 9)
+            busy_ms = busy_ms * 2 > 1000 ? 1000 : busy_ms * 2;
     }
     ck_assert_msg(b.polled, "no CPU worker polled while the sim device was busy");
     ck_assert_msg(b.timely,
-                  "10 attempts in a row: 7 workers asleep not seen within 90 ms "
-                  "of the poll's start (last look: %d asleep, %d wake-ups on their way)",
-                  b.sleepers, b.on_way);
+                  "10 attempts in a row: 7 workers asleep not seen within 90%% of the poll's "
+                  "window (last %u ms) of its start (last look: %d asleep, %d wake-ups on "
+                  "their way)",
+                  busy_ms, b.sleepers, b.on_way);
     ck_assert_uint_eq(b.sent, 1);
 }
 END_TEST
 
 START_TEST(accel_going_busy_wakes_none_without_busy_polling)
 {
-    busy_look_t b = accel_busy_wakeups("0", 50);
+    busy_look_t b = accel_busy_wakeups(0, 50);
     ck_assert_msg(!b.polled, "a CPU worker polled with spin_busy_us 0 and no CPU task");
     ck_assert_uint_eq(b.sent, 0);
 }
@@ -457,29 +465,33 @@ END_TEST
  * spin_busy_us, 100 ms, bounds the whole). It left at the first idle moment past spin_us
  * before, and slept through the CPU tasks that came next.
  *
- * One attempt: 1 the poller still polled, 0 it had left, -1 the machine was too slow to
- * say: the look came 90 ms or more after the insertion (spin_busy_us ends the poll at
- * 100) or 30 ms or more after the gate opened (spin_us ends it 40 ms after the device
- * goes idle), and a poller gone then may have left as it should. A loaded CI machine once
- * took past 100 ms. */
-static int poller_attempt(void)
+ * One attempt, every time above multiplied by `k`: 1 the poller still polled, 0 it had
+ * left, -1 the machine was too slow to say: the look came 90k ms or more after the
+ * insertion (spin_busy_us ends the poll at 100k) or 30k ms or more after the gate opened
+ * (spin_us ends it 40k ms after the device goes idle), and a poller gone then may have
+ * left as it should. A loaded CI machine once took past 100 ms, and under AddressSanitizer
+ * once ten attempts in a row came late at k = 1: so each late attempt doubles k. */
+static int poller_attempt(unsigned k)
 {
+    char spin[24], spin_busy[24];
+    snprintf(spin, sizeof(spin), "%u", 40000u * k);
+    snprintf(spin_busy, sizeof(spin_busy), "%u", 100000u * k);
     convoy_data_t *d = NULL;
     uint64_t signals = 0;
-    convoy_context_t *ctx = start_sim_gate("40000", "100000", &d, &signals);
-    sleep_us(45000);
+    convoy_context_t *ctx = start_sim_gate(spin, spin_busy, &d, &signals);
+    sleep_us(45000l * k);
     uint64_t opened = convoy__now_ns(); /* the device goes idle after this */
     atomic_store(&gate_open, 1);
     /* The device is idle once its progress thread has seen the task complete. */
     for (int i = 0; i < 20000 && __atomic_load_n(&ctx->accel[0]->load, __ATOMIC_RELAXED) > 0; i++)
         sleep_us(100);
-    sleep_us(5000);
+    sleep_us(5000l * k);
     int polling = atomic_load(&ctx->qwait[0].spinners) > 0;
     uint64_t look = convoy__now_ns();
     ck_assert_int_eq(convoy_wait(ctx), CONVOY_SUCCESS);
     convoy_data_free(d);
     convoy_fini(ctx);
-    if (look - gate_inserted_ns >= 90000000u || look - opened >= 30000000u)
+    if (look - gate_inserted_ns >= 90000000ull * k || look - opened >= 30000000ull * k)
         return -1;
     return polling;
 }
@@ -487,10 +499,16 @@ static int poller_attempt(void)
 START_TEST(poller_stays_through_idle_moment)
 {
     int verdict = -1;
-    for (int attempt = 0; attempt < 10 && verdict < 0; attempt++)
-        verdict = poller_attempt();
-    ck_assert_msg(verdict >= 0, "10 attempts in a row too slow to judge (90 ms from the "
-                                "insertion to the look, or 30 ms from the gate's opening)");
+    unsigned k = 1;
+    /* k = 1, 2, 4, 8, 10, 10 (spin_busy_us at most 1 s): 2 s of sleeps at most. */
+    for (int attempt = 0; attempt < 6 && verdict < 0; attempt++) {
+        verdict = poller_attempt(k);
+        k = k * 2 > 10 ? 10 : k * 2;
+    }
+    ck_assert_msg(verdict >= 0,
+                  "6 attempts in a row too slow to judge, the last with times 10 times "
+                  "longer (90 ms from the insertion to the look, or 30 ms from the gate's "
+                  "opening)");
     ck_assert_msg(verdict == 1,
                   "the poller left within 5 ms of the device going idle (spin_us 40 ms)");
 }
