@@ -322,7 +322,8 @@ void convoy__task_complete(convoy__task_t *task, int outcome, const char *msg);
  * well (inflight, the wait generations' counts, the completed count) are taken once per
  * flush rather than once per task, so the line stops passing between the inserting
  * thread and this one at every task. The caller flushes before it can sleep or wait;
- * until then waits see these tasks as in flight (they are done, and wake at the flush).
+ * until then convoy_wait counts these tasks as in flight (they are done, and it wakes at
+ * the flush), while a wait on a datum's users (acquire, free) sees each done at once.
  */
 #define CONVOY__DONE_BATCH_SLOTS 4
 #define CONVOY__DONE_STAMP_USES 16
