@@ -589,8 +589,7 @@ START_TEST(progress_polls_when_idle)
         sleeps = idle_sleeps(idle, &gap_ms);
         if (gap_ms < 0.8 * idle_ms)
             break;
-        if (attempt < 4)
-            idle_ms = idle_ms * 2 > 1000 ? 1000 : idle_ms * 2;
+        idle_ms = CONVOY__MIN(idle_ms * 2, 1000u); /* 1000 from the 5th attempt on */
     }
     ck_assert_msg(gap_ms < 0.8 * idle_ms,
                   "5 attempts in a row took %.0f ms or more between insertions "

@@ -438,8 +438,7 @@ START_TEST(accel_going_busy_wakes_one_poller)
         b = accel_busy_wakeups(busy_ms, 2000);
         if (b.timely)
             break;
-        if (attempt < 9)
-            busy_ms = busy_ms * 2 > 1000 ? 1000 : busy_ms * 2;
+        busy_ms = CONVOY__MIN(busy_ms * 2, 1000u); /* 1000 from the 5th attempt on */
     }
     ck_assert_msg(b.polled, "no CPU worker polled while the sim device was busy");
     ck_assert_msg(b.timely,
@@ -503,7 +502,7 @@ START_TEST(poller_stays_through_idle_moment)
     /* k = 1, 2, 4, 8, 10, 10 (spin_busy_us at most 1 s): 2 s of sleeps at most. */
     for (int attempt = 0; attempt < 6 && verdict < 0; attempt++) {
         verdict = poller_attempt(k);
-        k = k * 2 > 10 ? 10 : k * 2;
+        k = CONVOY__MIN(k * 2, 10u);
     }
     ck_assert_msg(verdict >= 0,
                   "6 attempts in a row too slow to judge, the last with times 10 times "
